@@ -1,0 +1,1 @@
+"""The scheduling framework: extension points, cycle state, statuses and node/pod views."""

@@ -1,0 +1,404 @@
+"""Lean views of pods and nodes built straight from the API's JSON.
+
+The kubernetes client's model objects are slow to build, so the cache keeps raw JSON dicts
+and these slotted views of the fields scheduling needs. Hot path: written for speed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from kubesched.framework.quantity import int_value, milli_value
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+# Defaults used only for scoring when a container requests nothing (upstream's
+# DefaultMilliCPURequest and DefaultMemoryRequest).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+# Resources counted from pod-level spec.resources when set (PodLevelResources).
+_POD_LEVEL_RESOURCES = (CPU, MEMORY)
+
+
+class Resource:
+    """Quantities scheduling compares: milli-CPU, bytes, pod count and extended resources."""
+
+    __slots__ = ("milli_cpu", "memory", "ephemeral_storage", "allowed_pod_number", "scalar")
+
+    def __init__(self, milli_cpu: int = 0, memory: int = 0, ephemeral_storage: int = 0,
+                 allowed_pod_number: int = 0, scalar: dict[str, int] | None = None):
+        self.milli_cpu = milli_cpu
+        self.memory = memory
+        self.ephemeral_storage = ephemeral_storage
+        self.allowed_pod_number = allowed_pod_number
+        self.scalar = scalar if scalar is not None else {}
+
+    @classmethod
+    def from_list(cls, resources: dict[str, Any] | None) -> "Resource":
+        r = cls()
+        if resources:
+            for name, quantity in resources.items():
+                r.set(name, quantity)
+        return r
+
+    def set(self, name: str, quantity: Any) -> None:
+        if name == CPU:
+            self.milli_cpu = milli_value(quantity)
+        elif name == MEMORY:
+            self.memory = int_value(quantity)
+        elif name == EPHEMERAL_STORAGE:
+            self.ephemeral_storage = int_value(quantity)
+        elif name == PODS:
+            self.allowed_pod_number = int_value(quantity)
+        elif is_scalar_resource_name(name):
+            self.scalar[name] = int_value(quantity) if not name.startswith("hugepages-") else int_value(quantity)
+
+    def get(self, name: str) -> int:
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.allowed_pod_number
+        return self.scalar.get(name, 0)
+
+    def add(self, other: "Resource") -> None:
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        self.allowed_pod_number += other.allowed_pod_number
+        for name, value in other.scalar.items():
+            self.scalar[name] = self.scalar.get(name, 0) + value
+
+    def sub(self, other: "Resource") -> None:
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        self.allowed_pod_number -= other.allowed_pod_number
+        for name, value in other.scalar.items():
+            self.scalar[name] = self.scalar.get(name, 0) - value
+
+    def set_max(self, other: "Resource") -> None:
+        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
+        self.memory = max(self.memory, other.memory)
+        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
+        for name, value in other.scalar.items():
+            if value > self.scalar.get(name, 0):
+                self.scalar[name] = value
+
+    def clone(self) -> "Resource":
+        return Resource(self.milli_cpu, self.memory, self.ephemeral_storage,
+                        self.allowed_pod_number, dict(self.scalar))
+
+    def names(self) -> list[str]:
+        return [CPU, MEMORY, EPHEMERAL_STORAGE, *self.scalar]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Resource) and all(
+            getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    def __repr__(self) -> str:
+        return (f"Resource(cpu={self.milli_cpu}m, memory={self.memory}, "
+                f"ephemeral={self.ephemeral_storage}, pods={self.allowed_pod_number}, {self.scalar})")
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Extended resources (domain/name outside kubernetes.io), hugepages and attachable volumes."""
+    if name.startswith("hugepages-") or name.startswith("attachable-volumes-"):
+        return True
+    if "/" not in name:
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")) or \
+        name.startswith("requests.")
+
+
+def _container_requests(container: dict) -> dict:
+    return (container.get("resources") or {}).get("requests") or {}
+
+
+def _nonzero(requests: dict) -> Resource:
+    r = Resource.from_list(requests)
+    if CPU not in requests:
+        r.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
+    if MEMORY not in requests:
+        r.memory = DEFAULT_MEMORY_REQUEST
+    return r
+
+
+def compute_pod_requests(spec: dict, non_zero: bool = False) -> Resource:
+    """A pod's effective request, as k8s.io/component-helpers/resource.PodRequests computes it.
+
+    Regular containers add up; restartable (sidecar) init containers run beside them and add
+    too; a plain init container needs its own request plus the sidecars started before it;
+    the pod needs the larger of the two; pod overhead is added on top. With non_zero, a
+    container that requests no cpu or memory counts the scoring defaults instead.
+    """
+    build = _nonzero if non_zero else Resource.from_list
+    reqs = Resource()
+    for container in spec.get("containers") or ():
+        reqs.add(build(_container_requests(container)))
+    sidecars = Resource()
+    init_max = Resource()
+    for container in spec.get("initContainers") or ():
+        creq = build(_container_requests(container))
+        if container.get("restartPolicy") == "Always":
+            reqs.add(creq)
+            sidecars.add(creq)
+            candidate = sidecars
+        else:
+            candidate = creq.clone()
+            candidate.add(sidecars)
+        init_max.set_max(candidate)
+    reqs.set_max(init_max)
+    pod_level = (spec.get("resources") or {}).get("requests") or {}
+    for name in _POD_LEVEL_RESOURCES:
+        if name in pod_level:
+            reqs.set(name, pod_level[name])
+    overhead = spec.get("overhead")
+    if overhead:
+        reqs.add(Resource.from_list(overhead))
+    return reqs
+
+
+class Taint:
+    __slots__ = ("key", "value", "effect")
+
+    def __init__(self, key: str, value: str = "", effect: str = ""):
+        self.key = key
+        self.value = value
+        self.effect = effect
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Taint":
+        return cls(d.get("key", ""), d.get("value", "") or "", d.get("effect", "") or "")
+
+    def __repr__(self) -> str:
+        return f"Taint({self.key}={self.value}:{self.effect})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Taint) and (self.key, self.value, self.effect) == (
+            other.key, other.value, other.effect)
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.value, self.effect))
+
+
+class Toleration:
+    __slots__ = ("key", "operator", "value", "effect", "toleration_seconds")
+
+    def __init__(self, key: str = "", operator: str = "", value: str = "", effect: str = "",
+                 toleration_seconds: int | None = None):
+        self.key = key
+        self.operator = operator
+        self.value = value
+        self.effect = effect
+        self.toleration_seconds = toleration_seconds
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Toleration":
+        return cls(d.get("key", "") or "", d.get("operator", "") or "", d.get("value", "") or "",
+                   d.get("effect", "") or "", d.get("tolerationSeconds"))
+
+    def tolerates(self, taint: Taint) -> bool:
+        """v1.Toleration.ToleratesTaint: an empty effect matches all effects; an empty key
+        with Exists matches every key."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        if self.operator == "Exists":
+            return True
+        return False
+
+    def __repr__(self) -> str:
+        return f"Toleration({self.key} {self.operator} {self.value}:{self.effect})"
+
+
+def parse_time(ts: str | None) -> float:
+    if not ts:
+        return 0.0
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+
+
+class PodInfo:
+    """A pod, with the fields every cycle reads pre-computed once."""
+
+    __slots__ = ("raw", "uid", "namespace", "name", "key", "labels", "scheduler_name",
+                 "priority", "preemption_policy", "node_name", "nominated_node_name",
+                 "creation_ts", "requests", "non_zero_requests", "tolerations", "node_selector",
+                 "affinity", "has_affinity", "has_required_anti_affinity", "host_ports",
+                 "topology_spread_constraints", "scheduling_gates", "images", "phase",
+                 "deleting", "resource_version", "initial_attempt_ts", "attempts",
+                 "unschedulable_plugins", "pending_plugins", "timestamp")
+
+    def __init__(self, raw: dict):
+        self.raw = raw
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        self.uid: str = meta.get("uid", "")
+        self.namespace: str = meta.get("namespace", "default")
+        self.name: str = meta.get("name", "")
+        self.key = f"{self.namespace}/{self.name}"
+        self.labels: dict[str, str] = meta.get("labels") or {}
+        self.resource_version: str = meta.get("resourceVersion", "")
+        self.creation_ts = parse_time(meta.get("creationTimestamp"))
+        self.deleting = bool(meta.get("deletionTimestamp"))
+        self.scheduler_name: str = spec.get("schedulerName") or "default-scheduler"
+        self.priority: int = spec.get("priority") or 0
+        self.preemption_policy: str = spec.get("preemptionPolicy") or "PreemptLowerPriority"
+        self.node_name: str = spec.get("nodeName") or ""
+        self.nominated_node_name: str = status.get("nominatedNodeName") or ""
+        self.phase: str = status.get("phase") or ""
+        self.requests = compute_pod_requests(spec)
+        self.non_zero_requests = compute_pod_requests(spec, non_zero=True)
+        self.tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or ()]
+        self.node_selector: dict[str, str] = spec.get("nodeSelector") or {}
+        self.affinity: dict = spec.get("affinity") or {}
+        pod_aff = self.affinity.get("podAffinity") or {}
+        anti = self.affinity.get("podAntiAffinity") or {}
+        self.has_affinity = bool(pod_aff or anti)
+        self.has_required_anti_affinity = bool(
+            anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
+        ports = []
+        for container in list(spec.get("initContainers") or ()) + list(spec.get("containers") or ()):
+            for port in container.get("ports") or ():
+                host_port = port.get("hostPort") or 0
+                if host_port > 0:
+                    ports.append((port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP",
+                                  host_port))
+        self.host_ports: list[tuple[str, str, int]] = ports
+        self.topology_spread_constraints: list[dict] = spec.get("topologySpreadConstraints") or []
+        self.scheduling_gates: list[dict] = spec.get("schedulingGates") or []
+        self.images: list[str] = [c.get("image", "") for c in spec.get("containers") or ()]
+        # Queue bookkeeping (upstream's QueuedPodInfo).
+        self.timestamp = 0.0
+        self.initial_attempt_ts = 0.0
+        self.attempts = 0
+        self.unschedulable_plugins: set[str] = set()
+        self.pending_plugins: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key})"
+
+
+class ImageState:
+    __slots__ = ("size", "num_nodes")
+
+    def __init__(self, size: int, num_nodes: int = 0):
+        self.size = size
+        self.num_nodes = num_nodes
+
+
+class NodeInfo:
+    """A node and the aggregates of the pods on it, updated incrementally."""
+
+    __slots__ = ("raw", "name", "labels", "taints", "unschedulable", "allocatable", "requested",
+                 "non_zero_requested", "pods", "pods_with_affinity",
+                 "pods_with_required_anti_affinity", "used_ports", "image_states",
+                 "generation", "index")
+
+    def __init__(self, raw: dict | None = None):
+        self.raw: dict = {}
+        self.name = ""
+        self.labels: dict[str, str] = {}
+        self.taints: list[Taint] = []
+        self.unschedulable = False
+        self.allocatable = Resource()
+        self.requested = Resource()
+        self.non_zero_requested = Resource()
+        self.pods: dict[str, PodInfo] = {}
+        self.pods_with_affinity: dict[str, PodInfo] = {}
+        self.pods_with_required_anti_affinity: dict[str, PodInfo] = {}
+        self.used_ports: dict[tuple[str, str, int], int] = {}
+        self.image_states: dict[str, ImageState] = {}
+        self.generation = 0
+        self.index = -1
+        if raw is not None:
+            self.set_node(raw)
+
+    def set_node(self, raw: dict) -> None:
+        self.raw = raw
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        self.name = meta.get("name", "")
+        self.labels = meta.get("labels") or {}
+        self.taints = [Taint.from_dict(t) for t in spec.get("taints") or ()]
+        self.unschedulable = bool(spec.get("unschedulable"))
+        self.allocatable = Resource.from_list(status.get("allocatable") or status.get("capacity"))
+        states: dict[str, ImageState] = {}
+        for image in status.get("images") or ():
+            for name in image.get("names") or ():
+                states[normalized_image_name(name)] = ImageState(image.get("sizeBytes") or 0)
+        self.image_states = states
+        self.generation += 1
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self.pods[pod.uid] = pod
+        self.requested.add(pod.requests)
+        self.non_zero_requested.add(pod.non_zero_requests)
+        if pod.has_affinity:
+            self.pods_with_affinity[pod.uid] = pod
+        if pod.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity[pod.uid] = pod
+        for port in pod.host_ports:
+            self.used_ports[port] = self.used_ports.get(port, 0) + 1
+        self.generation += 1
+
+    def remove_pod(self, pod: PodInfo) -> bool:
+        known = self.pods.pop(pod.uid, None)
+        if known is None:
+            return False
+        self.requested.sub(known.requests)
+        self.non_zero_requested.sub(known.non_zero_requests)
+        self.pods_with_affinity.pop(known.uid, None)
+        self.pods_with_required_anti_affinity.pop(known.uid, None)
+        for port in known.host_ports:
+            left = self.used_ports.get(port, 0) - 1
+            if left > 0:
+                self.used_ports[port] = left
+            else:
+                self.used_ports.pop(port, None)
+        self.generation += 1
+        return True
+
+    def clone(self) -> "NodeInfo":
+        c = NodeInfo()
+        c.raw = self.raw
+        c.name = self.name
+        c.labels = self.labels
+        c.taints = self.taints
+        c.unschedulable = self.unschedulable
+        c.allocatable = self.allocatable
+        c.requested = self.requested.clone()
+        c.non_zero_requested = self.non_zero_requested.clone()
+        c.pods = dict(self.pods)
+        c.pods_with_affinity = dict(self.pods_with_affinity)
+        c.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
+        c.used_ports = dict(self.used_ports)
+        c.image_states = self.image_states
+        c.generation = self.generation
+        c.index = self.index
+        return c
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, pods={len(self.pods)})"
+
+
+def normalized_image_name(name: str) -> str:
+    """Add ":latest" when an image name has no tag or digest, as ImageLocality does."""
+    last = name.rsplit("/", 1)[-1]
+    if ":" not in last and "@" not in name:
+        return name + ":latest"
+    return name
