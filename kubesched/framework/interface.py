@@ -11,6 +11,19 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 
 
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class PluginArgsError(ValueError):
+    """A plugin's pluginConfig args are invalid; field is the path inside args."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
+
+
 class Code(enum.IntEnum):
     SUCCESS = 0
     ERROR = 1
