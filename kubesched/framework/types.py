@@ -21,9 +21,9 @@ PODS = "pods"
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
-# Resources counted from pod-level spec.resources when set (PodLevelResources).
-_POD_LEVEL_RESOURCES = (CPU, MEMORY)
-
+def is_pod_level_resource(name: str) -> bool:
+    """resourcehelper.IsSupportedPodLevelResource: cpu, memory and hugepages-*."""
+    return name in (CPU, MEMORY) or name.startswith("hugepages-")
 
 class Resource:
     """Quantities scheduling compares: milli-CPU, bytes, pod count and extended resources."""
@@ -56,7 +56,7 @@ class Resource:
         elif name == PODS:
             self.allowed_pod_number = int_value(quantity)
         elif is_scalar_resource_name(name):
-            self.scalar[name] = int_value(quantity) if not name.startswith("hugepages-") else int_value(quantity)
+            self.scalar[name] = int_value(quantity)
 
     def get(self, name: str) -> int:
         if name == CPU:
@@ -110,45 +110,74 @@ class Resource:
 
 
 def is_scalar_resource_name(name: str) -> bool:
-    """Extended resources (domain/name outside kubernetes.io), hugepages and attachable volumes."""
+    """schedutil.IsScalarResourceName: extended, hugepages, prefixed native or attachable volumes."""
     if name.startswith("hugepages-") or name.startswith("attachable-volumes-"):
         return True
-    if "/" not in name:
-        return False
-    domain = name.split("/", 1)[0]
-    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")) or \
-        name.startswith("requests.")
+    if "kubernetes.io/" in name:
+        return True
+    return is_extended_resource_name(name)
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """v1helper.IsExtendedResourceName: a domain-prefixed name outside kubernetes.io, not a quota name."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
 
 
 def _container_requests(container: dict) -> dict:
     return (container.get("resources") or {}).get("requests") or {}
 
 
-def _nonzero(requests: dict) -> Resource:
+def _with_defaults(requests: dict, defaults: tuple[str, ...]) -> Resource:
     r = Resource.from_list(requests)
-    if CPU not in requests:
+    if CPU in defaults and CPU not in requests:
         r.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
-    if MEMORY not in requests:
+    if MEMORY in defaults and MEMORY not in requests:
         r.memory = DEFAULT_MEMORY_REQUEST
     return r
 
 
-def compute_pod_requests(spec: dict, non_zero: bool = False) -> Resource:
+def _pod_level_requests(spec: dict) -> dict:
+    requests = (spec.get("resources") or {}).get("requests") or {}
+    return {name: q for name, q in requests.items() if is_pod_level_resource(name)}
+
+
+def _requested_names(spec: dict, pod_level: dict) -> set[str]:
+    """The keys present in PodRequests' ResourceList (a key counts even when its value is 0)."""
+    names = set(pod_level)
+    for container in list(spec.get("containers") or ()) + list(spec.get("initContainers") or ()):
+        names.update(_container_requests(container))
+    names.update(spec.get("overhead") or ())
+    return names
+
+
+def compute_pod_requests(spec: dict, non_zero: bool = False, scoring: bool = False) -> Resource:
     """A pod's effective request, as k8s.io/component-helpers/resource.PodRequests computes it.
 
     Regular containers add up; restartable (sidecar) init containers run beside them and add
     too; a plain init container needs its own request plus the sidecars started before it;
-    the pod needs the larger of the two; pod overhead is added on top. With non_zero, a
-    container that requests no cpu or memory counts the scoring defaults instead.
+    the pod needs the larger of the two; pod-level requests (cpu, memory, hugepages) replace
+    the container sum; pod overhead is added on top.
+
+    With non_zero, a container that requests no cpu (memory) counts 100m (200Mi), as
+    NodeInfo.NonZeroRequested does: when pod-level requests are set, only for a resource the
+    pod requests nowhere. With scoring too, the defaults apply per container regardless of
+    pod-level requests, as the NodeResourcesFit scorers compute the incoming pod's request.
     """
-    build = _nonzero if non_zero else Resource.from_list
+    pod_level = _pod_level_requests(spec)
+    defaults: tuple[str, ...] = ()
+    if non_zero:
+        if scoring or not pod_level:
+            defaults = (CPU, MEMORY)
+        else:
+            present = _requested_names(spec, pod_level)
+            defaults = tuple(n for n in (CPU, MEMORY) if n not in present)
     reqs = Resource()
     for container in spec.get("containers") or ():
-        reqs.add(build(_container_requests(container)))
+        reqs.add(_with_defaults(_container_requests(container), defaults))
     sidecars = Resource()
     init_max = Resource()
     for container in spec.get("initContainers") or ():
-        creq = build(_container_requests(container))
+        creq = _with_defaults(_container_requests(container), defaults)
         if container.get("restartPolicy") == "Always":
             reqs.add(creq)
             sidecars.add(creq)
@@ -158,10 +187,8 @@ def compute_pod_requests(spec: dict, non_zero: bool = False) -> Resource:
             candidate.add(sidecars)
         init_max.set_max(candidate)
     reqs.set_max(init_max)
-    pod_level = (spec.get("resources") or {}).get("requests") or {}
-    for name in _POD_LEVEL_RESOURCES:
-        if name in pod_level:
-            reqs.set(name, pod_level[name])
+    for name, quantity in pod_level.items():
+        reqs.set(name, quantity)
     overhead = spec.get("overhead")
     if overhead:
         reqs.add(Resource.from_list(overhead))
@@ -239,7 +266,8 @@ class PodInfo:
                  "affinity", "has_affinity", "has_required_anti_affinity", "host_ports",
                  "topology_spread_constraints", "scheduling_gates", "images", "phase",
                  "deleting", "resource_version", "initial_attempt_ts", "attempts",
-                 "unschedulable_plugins", "pending_plugins", "timestamp")
+                 "unschedulable_plugins", "pending_plugins", "timestamp", "start_ts",
+                 "plugin_cache")
 
     def __init__(self, raw: dict):
         self.raw = raw
@@ -260,6 +288,11 @@ class PodInfo:
         self.node_name: str = spec.get("nodeName") or ""
         self.nominated_node_name: str = status.get("nominatedNodeName") or ""
         self.phase: str = status.get("phase") or ""
+        # status.startTime; 0.0 when the pod has not started (preemption treats that as "now").
+        self.start_ts = parse_time(status.get("startTime"))
+        # Per-pod values a plugin derives once from the spec (parsed affinity terms, ...),
+        # keyed by plugin; the spec is immutable for these fields, so they never go stale.
+        self.plugin_cache: dict[str, Any] = {}
         self.requests = compute_pod_requests(spec)
         self.non_zero_requests = compute_pod_requests(spec, non_zero=True)
         self.tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or ()]
@@ -271,7 +304,9 @@ class PodInfo:
         self.has_required_anti_affinity = bool(
             anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
         ports = []
-        for container in list(spec.get("initContainers") or ()) + list(spec.get("containers") or ()):
+        # Only restartable (sidecar) init containers hold their ports for the pod's lifetime.
+        sidecars = [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
+        for container in sidecars + list(spec.get("containers") or ()):
             for port in container.get("ports") or ():
                 host_port = port.get("hostPort") or 0
                 if host_port > 0:
@@ -306,7 +341,7 @@ class NodeInfo:
     __slots__ = ("raw", "name", "labels", "taints", "unschedulable", "allocatable", "requested",
                  "non_zero_requested", "pods", "pods_with_affinity",
                  "pods_with_required_anti_affinity", "used_ports", "image_states",
-                 "generation", "index")
+                 "generation", "index", "declared_features")
 
     def __init__(self, raw: dict | None = None):
         self.raw: dict = {}
@@ -324,6 +359,7 @@ class NodeInfo:
         self.image_states: dict[str, ImageState] = {}
         self.generation = 0
         self.index = -1
+        self.declared_features: frozenset[str] = frozenset()
         if raw is not None:
             self.set_node(raw)
 
@@ -342,6 +378,7 @@ class NodeInfo:
             for name in image.get("names") or ():
                 states[normalized_image_name(name)] = ImageState(image.get("sizeBytes") or 0)
         self.image_states = states
+        self.declared_features = frozenset(status.get("declaredFeatures") or ())
         self.generation += 1
 
     def add_pod(self, pod: PodInfo) -> None:
@@ -388,6 +425,7 @@ class NodeInfo:
         c.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
         c.used_ports = dict(self.used_ports)
         c.image_states = self.image_states
+        c.declared_features = self.declared_features
         c.generation = self.generation
         c.index = self.index
         return c
