@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# One-command setup, idempotent and quick when nothing changed:
+#   the .venv with the Python dependencies and kubesched, the collection visible to Ansible,
+#   a Docker engine, the container-master base image and the Kubernetes binaries.
+# Each step can be run alone: setup.sh venv|collection|docker|image|binaries|all
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV=$ROOT/.venv
+PYTHON=${PYTHON:-}
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
+
+find_python() {
+  local candidate
+  for candidate in "$PYTHON" python3.11 python3.12 python3.13 python3; do
+    [ -n "$candidate" ] || continue
+    command -v "$candidate" >/dev/null 2>&1 || continue
+    if "$candidate" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 14) else 1)' 2>/dev/null; then
+      echo "$candidate"; return 0
+    fi
+  done
+  die "no Python 3.11-3.13 found (ansible-core 2.19 needs one). Install python3.11 or set PYTHON=/path/to/python3.11."
+}
+
+step_venv() {
+  local stamp=$VENV/.kubesched-stamp want
+  want=$(cat "$ROOT/requirements.txt" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)
+  if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  local py
+  py=$(find_python)
+  [ -x "$VENV/bin/python" ] || { log "creating $VENV with $py"; "$py" -m venv "$VENV"; }
+  log "installing Python dependencies into .venv (first time: a few minutes)"
+  "$VENV/bin/pip" install -q --upgrade pip >/dev/null ||
+    die "pip could not reach the package index; check network access to PyPI (pip config list)."
+  "$VENV/bin/pip" install -q -r "$ROOT/requirements.txt" ||
+    die "pip install -r requirements.txt failed (see above); check network access to PyPI."
+  "$VENV/bin/pip" install -q -e "$ROOT" || die "installing kubesched from $ROOT failed (see above)."
+  echo "$want" >"$stamp"
+}
+
+step_collection() {
+  # Ansible finds kubesched.scheduler through ANSIBLE_COLLECTIONS_PATH=$ROOT.
+  mkdir -p "$ROOT/ansible_collections/kubesched"
+  ln -sfn "$ROOT" "$ROOT/ansible_collections/kubesched/scheduler"
+  # ansible-test sanity --venv needs get-pip, which it would download from a host that may
+  # be unreachable; the pinned copy in lab/ is the one it expects.
+  mkdir -p "$HOME/.ansible/test/cache"
+  cp -n "$ROOT/lab/get_pip_24_2.py" "$HOME/.ansible/test/cache/get_pip_24_2.py" 2>/dev/null || true
+}
+
+step_docker() {
+  docker info >/dev/null 2>&1 && return 0
+  if ! command -v dockerd >/dev/null 2>&1; then
+    [ "$(id -u)" = 0 ] || die "no Docker engine. Install docker.io (sudo apt-get install docker.io) and start it (sudo systemctl start docker), then run 'make setup' again."
+    log "installing docker.io from apt"
+    (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io) >/tmp/kubesched-apt.log 2>&1 ||
+      { tail -20 /tmp/kubesched-apt.log >&2; die "apt-get install docker.io failed (log above); check access to the Debian mirror."; }
+  fi
+  if ! docker info >/dev/null 2>&1; then
+    [ "$(id -u)" = 0 ] || die "the Docker engine is installed but not running; start it (sudo systemctl start docker) and run again."
+    if command -v systemctl >/dev/null 2>&1 && systemctl start docker 2>/dev/null; then :; else
+      log "starting dockerd in the background (log /var/log/kubesched-dockerd.log)"
+      setsid dockerd >/var/log/kubesched-dockerd.log 2>&1 </dev/null &
+    fi
+    local i
+    for i in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
+    die "dockerd did not come up within 30 s; see /var/log/kubesched-dockerd.log"
+  fi
+}
+
+step_image() { bash "$ROOT/lab/build-image.sh" >&2; }
+
+step_binaries() { bash "$ROOT/lab/k8s-binaries.sh" >/dev/null; }
+
+case "${1:-all}" in
+  venv) step_venv ;;
+  collection) step_collection ;;
+  docker) step_docker ;;
+  image) step_docker; step_image ;;
+  binaries) step_binaries ;;
+  all) step_venv; step_collection; step_docker; step_image; step_binaries ;;
+  *) die "unknown step '$1' (venv, collection, docker, image, binaries, all)" ;;
+esac
