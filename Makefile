@@ -35,6 +35,7 @@ nodes:
 lint:
 	ruff check .
 	ansible-lint --profile production --offline
+	antsibull-changelog lint
 
 sanity:
 	@bash tests/sanity.sh
