@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright: kubesched maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+"""Cordoning: spec.unschedulable, which the API omits when false."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+CORDONED = "cordoned"
+UNCORDONED = "uncordoned"
+
+
+def is_unschedulable(node):
+    return bool(node.get("spec", {}).get("unschedulable"))
+
+
+def cordon_view(node):
+    """The part of a node node_cordon reports and diffs."""
+    return {"unschedulable": is_unschedulable(node)}
+
+
+def cordon_operations(state):
+    """plan_operations for node_edit.edit_nodes."""
+    wanted = state == CORDONED
+
+    def plan(node):
+        if is_unschedulable(node) == wanted:
+            return []
+        if wanted:
+            return [{"op": "add", "path": "/spec/unschedulable", "value": True}]
+        # kubectl uncordon drops the field rather than storing false; do the same.
+        return [{"op": "remove", "path": "/spec/unschedulable"}]
+    return plan
