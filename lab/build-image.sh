@@ -8,7 +8,7 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 die() { printf 'build-image: ERROR: %s\n' "$*" >&2; exit 1; }
 
-docker info >/dev/null 2>&1 || die "no Docker engine answers. Run 'make docker' (installs docker.io and starts dockerd) and try again."
+docker info >/dev/null 2>&1 || die "no Docker engine answers. Run 'make setup' (it installs docker.io and starts dockerd) and try again."
 if [ "${FORCE:-0}" != 1 ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "build-image: $IMAGE is present"
   exit 0

@@ -132,6 +132,13 @@ GO
 main() {
   mkdir -p "$BIN_DIR"
   if have_all; then echo "$BIN_DIR"; return 0; fi
+  # One build at a time: a second caller waits for the first and then finds the binaries.
+  exec 9>"$CACHE_ROOT/.build.lock"
+  if ! flock -n 9; then
+    log "another build is running; waiting for it"
+    flock 9
+  fi
+  if have_all; then echo "$BIN_DIR"; return 0; fi
   local start=$SECONDS
   try_download || true
   if ! have_all; then

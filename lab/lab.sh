@@ -140,7 +140,7 @@ start_apiserver() {
     --authorization-mode=Node,RBAC \
     --service-account-key-file="$LAB/pki/sa.pub" --service-account-signing-key-file="$LAB/pki/sa.key" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-cluster-ip-range=10.0.0.0/24 \
+    --service-cluster-ip-range=10.0.0.0/24 --endpoint-reconciler-type=none \
     --disable-admission-plugins=ServiceAccount \
     --allow-privileged=true --profiling=false \
     --max-requests-inflight=1000 --max-mutating-requests-inflight=500 \
@@ -178,6 +178,9 @@ cmd_up() {
   fi
   command -v openssl >/dev/null || die "openssl is missing; install it (apt-get install openssl)."
   command -v ss >/dev/null || die "ss is missing; install iproute2."
+  pid_alive etcd || { check_port_free "$ETCD_PORT" etcd LAB_ETCD_PORT
+                      check_port_free "$ETCD_PEER_PORT" "etcd peer" LAB_ETCD_PEER_PORT; }
+  pid_alive kube-apiserver || check_port_free "$API_PORT" kube-apiserver LAB_API_PORT
   bin=$(bin_dir)
   mkdir -p "$LAB"
   make_pki

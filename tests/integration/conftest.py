@@ -18,9 +18,8 @@ from lab.fake_nodes import DEFAULT_KUBECONFIG, create_nodes, delete_nodes
 
 def _lab_ready(api_client) -> bool:
     try:
-        api_client.call_api("/readyz", "GET", auth_settings=["BearerToken"],
-                            _preload_content=False, _request_timeout=5)
-        return True
+        response = api_client.call_api("GET", api_client.configuration.host + "/readyz", _request_timeout=5)
+        return response.status == 200
     except Exception:  # noqa: BLE001 - any failure means "not ready"; the caller says what to do
         return False
 
