@@ -10,7 +10,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 
-
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 
