@@ -1,0 +1,22 @@
+"""DefaultBinder: binds the pod to the chosen node through the pods/binding subresource."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.framework.interface import Status
+from kubesched.framework.types import PodInfo
+
+
+class DefaultBinder:
+    name = "DefaultBinder"
+
+    def __init__(self, args: dict | None = None, handle: Any = None):
+        self.handle = handle
+
+    def bind(self, state, pod: PodInfo, node_name: str) -> Status | None:
+        try:
+            self.handle.client.bind(pod.namespace, pod.name, pod.uid, node_name)
+        except Exception as err:  # any API failure fails the bind; the runtime forgets and requeues
+            return Status.as_error(err, plugin=self.name)
+        return None

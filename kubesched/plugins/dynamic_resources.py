@@ -1,0 +1,40 @@
+"""DynamicResources: kubesched's honest stand-in for DRA ResourceClaim allocation.
+
+A pod without spec.resourceClaims skips the plugin, as upstream's PreFilter does.
+kubesched does not allocate devices, so a pod with claims is rejected in PreFilter with a
+reason saying so; kube-scheduler should place it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.framework.interface import Code, Status
+from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.plugins.helper import UNSUPPORTED_CLAIMS_ADVICE, args_dict, check_known_fields
+
+
+class DynamicResources:
+    name = "DynamicResources"
+
+    def __init__(self, args: dict | None = None, handle: Any = None):
+        self.handle = handle
+        check_known_fields(args_dict(args, self.name), ("filterTimeout", "bindingTimeout"))
+
+    def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
+        claims = (pod.raw.get("spec") or {}).get("resourceClaims") or ()
+        if not claims:
+            return None, Status(Code.SKIP)
+        names = ", ".join(c.get("name", "") for c in claims)
+        return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                            f"kubesched does not allocate DRA ResourceClaims (pod claims: {names}); "
+                            f"{UNSUPPORTED_CLAIMS_ADVICE}", plugin=self.name)
+
+    def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
+        return None
+
+    def pre_score(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> Status | None:
+        return Status(Code.SKIP)
+
+    def score(self, state, pod: PodInfo, node_info: NodeInfo) -> int:
+        return 0

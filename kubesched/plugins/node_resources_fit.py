@@ -1,0 +1,212 @@
+"""NodeResourcesFit: the pod's requests must fit the node's free allocatable; scores by strategy.
+
+Filter checks the pod count, cpu, memory, ephemeral-storage and every extended, hugepages
+or prefixed-native resource the pod requests, with upstream's "Insufficient <resource>"
+and "Too many pods" reasons; a request larger than the node's whole allocatable cannot be
+resolved by preemption. Score uses the scoringStrategy arg: LeastAllocated (default, cpu
+and memory weight 1), MostAllocated or RequestedToCapacityRatio.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.framework.interface import (
+    ActionType,
+    ClusterEvent,
+    Code,
+    EventResource,
+    PluginArgsError,
+    Status,
+)
+from kubesched.framework.types import NodeInfo, PodInfo, Resource, is_extended_resource_name
+from kubesched.plugins.helper import (
+    args_dict,
+    check_known_fields,
+    dict_arg,
+    int_arg,
+    list_arg,
+    qualified_name_error,
+    resource_specs,
+)
+from kubesched.plugins.resource_allocation import (
+    DEFAULT_RESOURCES,
+    MAX_CUSTOM_PRIORITY_SCORE,
+    least_resource_scorer,
+    most_resource_scorer,
+    node_allocatable_request,
+    pod_resource_requests,
+    requested_to_capacity_ratio_scorer,
+)
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+PRE_FILTER_STATE_KEY = "PreFilterNodeResourcesFit"
+PRE_SCORE_STATE_KEY = "PreScoreNodeResourcesFit"
+TOO_MANY_PODS = "Too many pods"
+
+
+def validate_shape(raw: Any, path: str) -> list[tuple[int, int]]:
+    """validateFunctionShape: utilization in [0, 100] increasing, score in [0, 10]."""
+    if not raw:
+        raise PluginArgsError(path, "Required value: at least one point must be specified")
+    if not isinstance(raw, list):
+        raise PluginArgsError(path, "must be a list of {utilization, score} points")
+    shape = []
+    for i, point in enumerate(raw):
+        if not isinstance(point, dict):
+            raise PluginArgsError(f"{path}[{i}]", "must be a mapping with utilization and score")
+        check_known_fields(point, ("utilization", "score"), f"{path}[{i}].")
+        shape.append((int_arg(point, "utilization", 0, f"{path}[{i}]."), int_arg(point, "score", 0, f"{path}[{i}].")))
+    for i in range(1, len(shape)):
+        if shape[i - 1][0] >= shape[i][0]:
+            raise PluginArgsError(f"{path}[{i}].utilization",
+                                  f"Invalid value: {shape[i][0]}: values must be sorted in increasing order")
+    for i, (utilization, score) in enumerate(shape):
+        if not 0 <= utilization <= 100:
+            raise PluginArgsError(f"{path}[{i}].utilization", f"Invalid value: {utilization}: not in valid range [0, 100]")
+        if not 0 <= score <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise PluginArgsError(f"{path}[{i}].score",
+                                  f"Invalid value: {score}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+    return shape
+
+
+def validate_resource_weights(resources: list[tuple[str, int]], path: str) -> None:
+    for i, (name, weight) in enumerate(resources):
+        if weight <= 0 or weight > 100:
+            raise PluginArgsError(f"{path}[{i}].weight",
+                                  f"Invalid value: {weight}: resource weight of {name} not in valid range (0, 100]")
+
+
+def insufficient_resources(request: Resource, node: NodeInfo, ignored: frozenset[str] = frozenset(),
+                           ignored_groups: frozenset[str] = frozenset()) -> list[tuple[str, bool]]:
+    """fitsRequest: (reason, unresolvable) for every resource that does not fit."""
+    out: list[tuple[str, bool]] = []
+    alloc, used = node.allocatable, node.requested
+    if len(node.pods) + 1 > alloc.allowed_pod_number:
+        out.append((TOO_MANY_PODS, False))
+    if not (request.milli_cpu or request.memory or request.ephemeral_storage or request.scalar):
+        return out
+    if request.milli_cpu > 0 and request.milli_cpu > alloc.milli_cpu - used.milli_cpu:
+        out.append(("Insufficient cpu", request.milli_cpu > alloc.milli_cpu))
+    if request.memory > 0 and request.memory > alloc.memory - used.memory:
+        out.append(("Insufficient memory", request.memory > alloc.memory))
+    if request.ephemeral_storage > 0 and request.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage:
+        out.append(("Insufficient ephemeral-storage", request.ephemeral_storage > alloc.ephemeral_storage))
+    for name in sorted(request.scalar):
+        quantity = request.scalar[name]
+        if quantity == 0:
+            continue
+        if is_extended_resource_name(name) and (
+                name in ignored or (ignored_groups and name.split("/", 1)[0] in ignored_groups)):
+            continue
+        capacity = alloc.scalar.get(name, 0)
+        if quantity > capacity - used.scalar.get(name, 0):
+            out.append((f"Insufficient {name}", quantity > capacity))
+    return out
+
+
+class NodeResourcesFit:
+    name = "NodeResourcesFit"
+
+    def __init__(self, args: dict | None = None, handle: Any = None):
+        self.handle = handle
+        args = args_dict(args, self.name)
+        check_known_fields(args, ("ignoredResources", "ignoredResourceGroups", "scoringStrategy"))
+        ignored = list_arg(args, "ignoredResources")
+        for i, res in enumerate(ignored):
+            err = qualified_name_error(str(res))
+            if err:
+                raise PluginArgsError(f"ignoredResources[{i}]", f"Invalid value: {err}")
+        groups = list_arg(args, "ignoredResourceGroups")
+        for i, group in enumerate(groups):
+            if "/" in str(group):
+                raise PluginArgsError(f"ignoredResourceGroups[{i}]",
+                                      f"Invalid value: {group!r}: resource group name can't contain '/'")
+            err = qualified_name_error(str(group))
+            if err:
+                raise PluginArgsError(f"ignoredResourceGroups[{i}]", f"Invalid value: {err}")
+        self.ignored_resources = frozenset(ignored)
+        self.ignored_resource_groups = frozenset(groups)
+
+        strategy = dict_arg(args, "scoringStrategy")
+        if strategy is None:
+            strategy = {"type": LEAST_ALLOCATED}
+        check_known_fields(strategy, ("type", "resources", "requestedToCapacityRatio"), "scoringStrategy.")
+        strategy_type = strategy.get("type") or ""
+        if strategy_type not in STRATEGIES:
+            raise PluginArgsError("scoringStrategy.type",
+                                  f"Unsupported value: {strategy_type!r}: supported values: " + ", ".join(STRATEGIES))
+        resources = resource_specs(list_arg(strategy, "resources", "scoringStrategy."), "scoringStrategy.resources")
+        self.resources = resources or list(DEFAULT_RESOURCES)
+        validate_resource_weights(self.resources, "scoringStrategy.resources")
+        rtcr = dict_arg(strategy, "requestedToCapacityRatio", "scoringStrategy.")
+        if strategy_type == REQUESTED_TO_CAPACITY_RATIO:
+            if rtcr is None:
+                raise PluginArgsError("scoringStrategy.requestedToCapacityRatio",
+                                      "Required value: must be specified when type is RequestedToCapacityRatio")
+            check_known_fields(rtcr, ("shape",), "scoringStrategy.requestedToCapacityRatio.")
+            shape = validate_shape(rtcr.get("shape"), "scoringStrategy.requestedToCapacityRatio.shape")
+            self.scorer = requested_to_capacity_ratio_scorer(self.resources, shape)
+        elif rtcr is not None:
+            raise PluginArgsError("scoringStrategy.requestedToCapacityRatio",
+                                  "Forbidden: must be nil when type is not RequestedToCapacityRatio")
+        elif strategy_type == MOST_ALLOCATED:
+            self.scorer = most_resource_scorer(self.resources)
+        else:
+            self.scorer = least_resource_scorer(self.resources)
+        self.strategy = strategy_type
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)]
+
+    def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
+        state.write(PRE_FILTER_STATE_KEY, pod.requests)
+        return None, None
+
+    def _status(self, insufficient: list[tuple[str, bool]]) -> Status:
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if any(u for _, u in insufficient) else Code.UNSCHEDULABLE
+        return Status(code, *(reason for reason, _ in insufficient), plugin=self.name)
+
+    def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
+        request = state.get(PRE_FILTER_STATE_KEY) or pod.requests
+        insufficient = insufficient_resources(request, node_info, self.ignored_resources,
+                                              self.ignored_resource_groups)
+        return self._status(insufficient) if insufficient else None
+
+    def filter_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
+        request = state.get(PRE_FILTER_STATE_KEY) or pod.requests
+        cpu, mem, eph = request.milli_cpu, request.memory, request.ephemeral_storage
+        plain = not request.scalar
+        out: list[Status | None] = []
+        for node in nodes:  # hot path: the common pod (cpu/memory only) is decided inline
+            alloc, used = node.allocatable, node.requested
+            if (plain and len(node.pods) < alloc.allowed_pod_number
+                    and cpu <= alloc.milli_cpu - used.milli_cpu and mem <= alloc.memory - used.memory
+                    and eph <= alloc.ephemeral_storage - used.ephemeral_storage):
+                out.append(None)
+                continue
+            insufficient = insufficient_resources(request, node, self.ignored_resources,
+                                                  self.ignored_resource_groups)
+            out.append(self._status(insufficient) if insufficient else None)
+        return out
+
+    def pre_score(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> Status | None:
+        state.write(PRE_SCORE_STATE_KEY, pod_resource_requests(pod, self.resources, False))
+        return None
+
+    def score(self, state, pod: PodInfo, node_info: NodeInfo) -> int:
+        pod_requests = state.get(PRE_SCORE_STATE_KEY)
+        if pod_requests is None:
+            pod_requests = pod_resource_requests(pod, self.resources, False)
+        return self.scorer(*node_allocatable_request(node_info, self.resources, pod_requests, False))
+
+    def score_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
+        pod_requests = state.get(PRE_SCORE_STATE_KEY)
+        if pod_requests is None:
+            pod_requests = pod_resource_requests(pod, self.resources, False)
+        resources, scorer = self.resources, self.scorer
+        return [scorer(*node_allocatable_request(n, resources, pod_requests, False)) for n in nodes]

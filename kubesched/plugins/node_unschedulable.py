@@ -1,0 +1,45 @@
+"""NodeUnschedulable: a cordoned node takes only pods tolerating its unschedulable taint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
+from kubesched.framework.types import NodeInfo, PodInfo, Taint
+from kubesched.plugins.helper import NO_SCHEDULE, tolerations_tolerate_taint
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+_UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", NO_SCHEDULE)
+
+
+class NodeUnschedulable:
+    name = "NodeUnschedulable"
+
+    def __init__(self, args: dict | None = None, handle: Any = None):
+        self.handle = handle
+        self._rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE, plugin=self.name)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_TOLERATIONS)]
+
+    def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
+        # Not upstream's PreFilter, an equivalent shortcut: a pod that tolerates the taint
+        # passes every node, so its Filter need not run.
+        if tolerations_tolerate_taint(pod.tolerations, _UNSCHEDULABLE_TAINT):
+            return None, Status(Code.SKIP)
+        return None, None
+
+    def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
+        if not node_info.unschedulable:
+            return None
+        if tolerations_tolerate_taint(pod.tolerations, _UNSCHEDULABLE_TAINT):
+            return None
+        return self._rejected
+
+    def filter_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
+        if tolerations_tolerate_taint(pod.tolerations, _UNSCHEDULABLE_TAINT):
+            return [None] * len(nodes)
+        rejected = self._rejected
+        return [rejected if n.unschedulable else None for n in nodes]

@@ -1,0 +1,182 @@
+"""The resource scorers NodeResourcesFit and NodeResourcesBalancedAllocation share.
+
+As upstream's noderesources/resource_allocation.go: for each configured resource, the
+node's allocatable, what is already allocated there and what it would be with the pod.
+Fit's strategies count the incoming pod's and the nodes' cpu/memory with the non-zero
+defaults (100m, 200Mi per container that requests none); BalancedAllocation counts plain
+requests. Scorers are hot paths.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from kubesched.framework.interface import MAX_NODE_SCORE
+from kubesched.framework.types import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    NodeInfo,
+    PodInfo,
+    compute_pod_requests,
+    is_scalar_resource_name,
+)
+from kubesched.plugins.helper import go_div
+
+DEFAULT_RESOURCES: list[tuple[str, int]] = [(CPU, 1), (MEMORY, 1)]
+MAX_UTILIZATION = 100
+MAX_CUSTOM_PRIORITY_SCORE = 10
+
+Scorer = Callable[[list[int], list[int], list[int]], int]
+
+
+def pod_resource_requests(pod: PodInfo, resources: list[tuple[str, int]], use_requested: bool) -> list[int]:
+    """calculatePodResourceRequestList."""
+    if use_requested:
+        requests = pod.requests
+    else:
+        requests = pod.plugin_cache.get("ScoringRequests")
+        if requests is None:
+            requests = pod.plugin_cache["ScoringRequests"] = compute_pod_requests(
+                pod.raw.get("spec") or {}, non_zero=True, scoring=True)
+    out = []
+    for name, _weight in resources:
+        if name == CPU:
+            out.append(requests.milli_cpu)
+        elif name == MEMORY:
+            out.append(requests.memory)
+        elif name == EPHEMERAL_STORAGE:
+            out.append(requests.ephemeral_storage)
+        else:
+            out.append(requests.scalar.get(name, 0))
+    return out
+
+
+def node_allocatable_request(node: NodeInfo, resources: list[tuple[str, int]], pod_requests: list[int],
+                             use_requested: bool) -> tuple[list[int], list[int], list[int]]:
+    """calculateNodeAllocatableRequest: (requested with the pod, allocated, allocatable)."""
+    n = len(resources)
+    requested, allocated, allocatable = [0] * n, [0] * n, [0] * n
+    node_requested = node.requested if use_requested else node.non_zero_requested
+    for i, (name, _weight) in enumerate(resources):
+        pod_request = pod_requests[i]
+        if name == CPU:
+            cap, used = node.allocatable.milli_cpu, node_requested.milli_cpu
+        elif name == MEMORY:
+            cap, used = node.allocatable.memory, node_requested.memory
+        elif name == EPHEMERAL_STORAGE:
+            cap, used = node.allocatable.ephemeral_storage, node.requested.ephemeral_storage
+        else:
+            if pod_request == 0 and is_scalar_resource_name(name):
+                continue
+            cap = node.allocatable.scalar.get(name, 0)
+            used = node.requested.scalar.get(name, 0) if cap else 0
+        if cap == 0:
+            continue
+        allocatable[i] = cap
+        allocated[i] = used
+        requested[i] = used + pod_request
+    return requested, allocated, allocatable
+
+
+def least_resource_scorer(resources: list[tuple[str, int]]) -> Scorer:
+    weights = [w for _, w in resources]
+
+    def score(requested: list[int], _allocated: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, cap in enumerate(allocatable):
+            if cap == 0:
+                continue
+            req = requested[i]
+            resource_score = 0 if req > cap else (cap - req) * MAX_NODE_SCORE // cap
+            node_score += resource_score * weights[i]
+            weight_sum += weights[i]
+        return node_score // weight_sum if weight_sum else 0
+
+    return score
+
+
+def most_resource_scorer(resources: list[tuple[str, int]]) -> Scorer:
+    weights = [w for _, w in resources]
+
+    def score(requested: list[int], _allocated: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, cap in enumerate(allocatable):
+            if cap == 0:
+                continue
+            req = min(requested[i], cap)
+            node_score += (req * MAX_NODE_SCORE // cap) * weights[i]
+            weight_sum += weights[i]
+        return node_score // weight_sum if weight_sum else 0
+
+    return score
+
+
+def broken_linear_function(shape: list[tuple[int, int]]) -> Callable[[int], int]:
+    """helper.BuildBrokenLinearFunction: linear interpolation between (utilization, score) points."""
+
+    def f(p: int) -> int:
+        for i, (utilization, score) in enumerate(shape):
+            if p <= utilization:
+                if i == 0:
+                    return shape[0][1]
+                prev_u, prev_s = shape[i - 1]
+                return prev_s + go_div((score - prev_s) * (p - prev_u), utilization - prev_u)
+        return shape[-1][1]
+
+    return f
+
+
+def requested_to_capacity_ratio_scorer(resources: list[tuple[str, int]], shape: list[tuple[int, int]]) -> Scorer:
+    weights = [w for _, w in resources]
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    raw = broken_linear_function([(u, s * scale) for u, s in shape])
+
+    def resource_score(requested: int, capacity: int) -> int:
+        if capacity == 0 or requested > capacity:
+            return raw(MAX_UTILIZATION)
+        return raw(requested * MAX_UTILIZATION // capacity)
+
+    def score(requested: list[int], _allocated: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, cap in enumerate(allocatable):
+            if cap == 0:
+                continue
+            s = resource_score(requested[i], cap)
+            if s > 0:
+                node_score += s * weights[i]
+                weight_sum += weights[i]
+        if weight_sum == 0:
+            return 0
+        return math.floor(node_score / weight_sum + 0.5)  # Go's math.Round for non-negative values
+
+    return score
+
+
+def balanced_resource_score(requested: list[int], allocatable: list[int]) -> int:
+    fractions = []
+    total = 0.0
+    for i, cap in enumerate(allocatable):
+        if cap == 0:
+            continue
+        fraction = requested[i] / cap
+        if fraction > 1:
+            fraction = 1.0
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = total / len(fractions)
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def balanced_resource_scorer(requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
+    """The 1.37 formula: half the score is the change in balance the pod brings."""
+    with_pod = balanced_resource_score(requested, allocatable)
+    without_pod = balanced_resource_score(allocated, allocatable)
+    half = MAX_NODE_SCORE // 2
+    return half + go_div(half + with_pod - without_pod, 2)
