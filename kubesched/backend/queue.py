@@ -1,0 +1,468 @@
+"""The scheduling queue (upstream pkg/scheduler/backend/queue/scheduling_queue.go).
+
+Three places a pending pod can wait:
+- activeQ: a heap ordered by the profile's QueueSort ``less`` (PrioritySort: priority, then
+  the time it was queued); ``pop`` takes from here.
+- backoffQ: pods that failed recently, ordered by when their backoff ends. A pod's backoff
+  is podInitialBackoffSeconds * 2^(failures-1), capped at podMaxBackoffSeconds. When activeQ
+  is empty, pop takes the next backoffQ pod early (upstream's SchedulerPopFromBackoffQ).
+- unschedulable pods: pods no node fitted. They move back to activeQ/backoffQ when a cluster
+  event one of their rejecting plugins registered for happens (a node added, a taint removed,
+  a pod deleted...), or after podMaxInUnschedulablePodsDuration (5 minutes) regardless.
+Pods a PreEnqueue plugin rejects (SchedulingGates) wait as "gated" until an update lets them in.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from typing import Any, Callable
+
+from kubesched import metrics
+from kubesched.framework.interface import ActionType, ClusterEvent, EventResource
+from kubesched.framework.types import PodInfo
+
+# Upstream's DefaultPodMaxInUnschedulablePodsDuration and flush periods.
+POD_MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
+UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+BACKOFF_FLUSH_PERIOD = 1.0
+
+ACTIVE = "active"
+BACKOFF = "backoff"
+UNSCHEDULABLE = "unschedulable"
+GATED = "gated"
+
+# Event labels as upstream names them in scheduler_queue_incoming_pods_total.
+EVENT_POD_ADD = "PodAdd"
+EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+EVENT_BACKOFF_COMPLETE = "BackoffComplete"
+EVENT_FORCE_ACTIVATE = "ForceActivate"
+EVENT_SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+
+
+class QueuedPod:
+    """Queue bookkeeping beside the PodInfo (upstream QueuedPodInfo). The PodInfo's own
+    timestamp/attempts/unschedulable_plugins fields are kept current, since QueueSort reads them."""
+
+    __slots__ = ("pod", "unschedulable_count", "consecutive_errors", "backoff_expiration",
+                 "gated_by", "where", "cycle", "unschedulable_since", "seq")
+
+    def __init__(self, pod: PodInfo):
+        self.pod = pod
+        self.unschedulable_count = 0
+        self.consecutive_errors = 0
+        self.backoff_expiration = 0.0
+        self.gated_by = ""
+        self.where = ""
+        self.cycle = 0
+        self.unschedulable_since = 0.0
+        self.seq = 0
+
+
+class _ActiveItem:
+    __slots__ = ("entry", "less", "seq")
+
+    def __init__(self, entry: QueuedPod, less: Callable[[PodInfo, PodInfo], bool], seq: int):
+        self.entry = entry
+        self.less = less
+        self.seq = seq
+
+    def __lt__(self, other: "_ActiveItem") -> bool:
+        return self.less(self.entry.pod, other.entry.pod)
+
+
+class Nominator:
+    """Pods nominated to nodes by preemption, so filters account for the room they will take."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_node: dict[str, dict[str, PodInfo]] = {}
+        self.node_of: dict[str, str] = {}
+
+    def add_nominated_pod(self, pod: PodInfo, node_name: str = "") -> None:
+        node_name = node_name or pod.nominated_node_name
+        with self.lock:
+            self._delete(pod.uid)
+            if node_name:
+                self.by_node.setdefault(node_name, {})[pod.uid] = pod
+                self.node_of[pod.uid] = node_name
+
+    def delete_nominated_pod_if_exists(self, pod: PodInfo) -> None:
+        with self.lock:
+            self._delete(pod.uid)
+
+    def _delete(self, uid: str) -> None:
+        node = self.node_of.pop(uid, None)
+        if node is not None:
+            pods = self.by_node.get(node)
+            if pods is not None:
+                pods.pop(uid, None)
+                if not pods:
+                    del self.by_node[node]
+
+    def update_nominated_pod(self, old: PodInfo, new: PodInfo) -> None:
+        """Keep a nomination we made when an update arrives before the status patch."""
+        with self.lock:
+            node = new.nominated_node_name or (self.node_of.get(old.uid, "") if not old.nominated_node_name else "")
+            self._delete(old.uid)
+            if node:
+                self.by_node.setdefault(node, {})[new.uid] = new
+                self.node_of[new.uid] = node
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        if not self.by_node:  # hot path: usually nobody is nominated
+            return []
+        with self.lock:
+            return list(self.by_node.get(node_name, {}).values())
+
+    def nominated_node_of(self, uid: str) -> str:
+        return self.node_of.get(uid, "")
+
+    def has_nominated_pods(self) -> bool:
+        return bool(self.by_node)
+
+
+class SchedulingQueue:
+    """One queue for all profiles (they share the QueueSort plugin, as upstream requires)."""
+
+    def __init__(self, less: Callable[[PodInfo, PodInfo], bool], *,
+                 pre_enqueue: Callable[[PodInfo], Any] | None = None,
+                 plugin_events: dict[str, list[ClusterEvent]] | None = None,
+                 initial_backoff: float = 1.0, max_backoff: float = 10.0,
+                 max_in_unschedulable: float = POD_MAX_IN_UNSCHEDULABLE_SECONDS,
+                 nominator: Nominator | None = None, clock: Callable[[], float] = time.monotonic):
+        self.less = less
+        self.pre_enqueue = pre_enqueue or (lambda pod: None)
+        self.plugin_events = plugin_events or {}
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_in_unschedulable = max_in_unschedulable
+        self.nominator = nominator or Nominator()
+        self.clock = clock
+        self.cond = threading.Condition()
+        self.entries: dict[str, QueuedPod] = {}  # uid -> entry, for pods in any of the three places
+        self.active_heap: list[_ActiveItem] = []
+        self.backoff_heap: list[tuple[float, int, QueuedPod]] = []
+        self.in_flight: dict[str, QueuedPod] = {}
+        self.scheduling_cycle = 0
+        self.move_request_cycle = -1
+        self.closed = False
+        self._seq = itertools.count()
+        self.counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0}
+
+    # -- bookkeeping ----------------------------------------------------------------------
+
+    def _place(self, entry: QueuedPod, where: str, event: str) -> None:
+        """Put entry into a place (removing it from its current one)."""
+        self._unplace(entry)
+        entry.where = where
+        entry.seq = next(self._seq)
+        self.entries[entry.pod.uid] = entry
+        if where == ACTIVE:
+            heapq.heappush(self.active_heap, _ActiveItem(entry, self.less, entry.seq))
+            self.cond.notify()
+        elif where == BACKOFF:
+            heapq.heappush(self.backoff_heap, (self.backoff_time(entry), entry.seq, entry))
+            self.cond.notify()
+        elif where == UNSCHEDULABLE:
+            entry.unschedulable_since = self.clock()
+        self.counts[GATED if where == UNSCHEDULABLE and entry.gated_by else where] += 1
+        self._publish()
+        queue_label = GATED if where == UNSCHEDULABLE and entry.gated_by else where
+        metrics.queue_incoming_pods.labels(queue_label, event).inc()
+
+    def _unplace(self, entry: QueuedPod) -> None:
+        # Heap items are invalidated lazily: a popped item whose seq no longer matches is stale.
+        if entry.where:
+            self.counts[GATED if entry.where == UNSCHEDULABLE and entry.gated_by else entry.where] -= 1
+            self.entries.pop(entry.pod.uid, None)
+            entry.where = ""
+            entry.seq = -1
+
+    def _publish(self) -> None:
+        for name, value in self.counts.items():
+            metrics.pending_pods.labels(name).set(value)
+
+    def backoff_time(self, entry: QueuedPod) -> float:
+        if not entry.backoff_expiration:
+            count = entry.consecutive_errors or entry.unschedulable_count
+            entry.backoff_expiration = entry.pod.timestamp + self.backoff_duration(count)
+        return entry.backoff_expiration
+
+    def backoff_duration(self, count: int) -> float:
+        """podInitialBackoffSeconds doubled per failure beyond the first, capped at the max."""
+        if count <= 0:
+            return 0.0
+        return min(self.initial_backoff * 2 ** (count - 1), self.max_backoff)
+
+    def _is_backing_off(self, entry: QueuedPod) -> bool:
+        return self.backoff_time(entry) > self.clock()
+
+    # -- adding and removing --------------------------------------------------------------
+
+    def add(self, pod: PodInfo) -> None:
+        """A new pending pod (upstream Add)."""
+        with self.cond:
+            if pod.uid in self.entries or pod.uid in self.in_flight:
+                self._update_locked(pod)
+                return
+            entry = QueuedPod(pod)
+            pod.timestamp = self.clock()
+            self._enqueue_new(entry, EVENT_POD_ADD)
+
+    def _enqueue_new(self, entry: QueuedPod, event: str) -> None:
+        status = self.pre_enqueue(entry.pod)
+        if status is not None and not status.is_success():
+            entry.gated_by = status.plugin or "PreEnqueue"
+            self._place(entry, UNSCHEDULABLE, event)
+            return
+        entry.gated_by = ""
+        self._place(entry, ACTIVE, event)
+
+    def update(self, old: PodInfo, new: PodInfo) -> None:
+        """A pending pod changed (upstream Update)."""
+        with self.cond:
+            self._update_locked(new, old)
+
+    def _update_locked(self, new: PodInfo, old: PodInfo | None = None) -> None:
+        self.nominator.update_nominated_pod(old or new, new)
+        entry = self.entries.get(new.uid)
+        if entry is None:
+            flying = self.in_flight.get(new.uid)
+            if flying is not None:
+                # Scheduling it right now; an update may make a rejection stale.
+                _carry(flying.pod, new)
+                self.move_request_cycle = self.scheduling_cycle
+                return
+            self.add_locked(new)
+            return
+        _carry(entry.pod, new)
+        entry.pod = new
+        if entry.where == UNSCHEDULABLE:
+            if entry.gated_by:
+                self._unplace(entry)
+                self._enqueue_new(entry, "PodUpdate")
+            elif old is None or _spec_changed(old, new):
+                self._requeue(entry, "PodUpdate")
+            return
+        # Re-insert so the heap orders the new version.
+        self._place(entry, entry.where, "PodUpdate")
+
+    def add_locked(self, pod: PodInfo) -> None:
+        entry = QueuedPod(pod)
+        pod.timestamp = self.clock()
+        self._enqueue_new(entry, EVENT_POD_ADD)
+
+    def delete(self, pod: PodInfo) -> None:
+        with self.cond:
+            self.nominator.delete_nominated_pod_if_exists(pod)
+            entry = self.entries.get(pod.uid)
+            if entry is not None:
+                self._unplace(entry)
+                self._publish()
+
+    def activate(self, pods: list[PodInfo]) -> None:
+        """Move the given pods straight to activeQ (upstream Activate)."""
+        with self.cond:
+            for pod in pods:
+                entry = self.entries.get(pod.uid)
+                if entry is not None and entry.where != ACTIVE and not entry.gated_by:
+                    self._place(entry, ACTIVE, EVENT_FORCE_ACTIVATE)
+
+    # -- the scheduling loop's side -------------------------------------------------------
+
+    def pop(self, timeout: float | None = None) -> PodInfo | None:
+        """Block until a pod is ready; None when closed or on timeout."""
+        deadline = None if timeout is None else self.clock() + timeout
+        with self.cond:
+            while True:
+                if self.closed:
+                    return None
+                entry = self._pop_active() or self._pop_backoff_early()
+                if entry is not None:
+                    break
+                wait = None if deadline is None else deadline - self.clock()
+                if wait is not None and wait <= 0:
+                    return None
+                self.cond.wait(timeout=min(wait, 1.0) if wait is not None else 1.0)
+            self._unplace(entry)
+            self._publish()
+            self.scheduling_cycle += 1
+            entry.cycle = self.scheduling_cycle
+            entry.backoff_expiration = 0.0
+            pod = entry.pod
+            pod.attempts += 1
+            if not pod.initial_attempt_ts:
+                pod.initial_attempt_ts = time.time()
+            self.in_flight[pod.uid] = entry
+            return pod
+
+    def _pop_active(self) -> QueuedPod | None:
+        while self.active_heap:
+            item = heapq.heappop(self.active_heap)
+            if item.entry.where == ACTIVE and item.entry.seq == item.seq:
+                return item.entry
+        return None
+
+    def _pop_backoff_early(self) -> QueuedPod | None:
+        # Only pods rejected by plugins; pods that hit errors keep their full backoff.
+        stash = []
+        found = None
+        while self.backoff_heap:
+            expiry, seq, entry = heapq.heappop(self.backoff_heap)
+            if entry.where != BACKOFF or entry.seq != seq:
+                continue
+            if entry.consecutive_errors == 0:
+                found = entry
+                break
+            stash.append((expiry, seq, entry))
+        for item in stash:
+            heapq.heappush(self.backoff_heap, item)
+        return found
+
+    def done(self, uid: str) -> None:
+        with self.cond:
+            self.in_flight.pop(uid, None)
+
+    def add_unschedulable_if_not_present(self, pod: PodInfo, cycle: int | None = None) -> None:
+        """Return a pod whose attempt failed: to backoffQ when it might fit now (an error, or
+        a relevant event while it was being scheduled), else to the unschedulable pods."""
+        with self.cond:
+            flying = self.in_flight.pop(pod.uid, None)
+            if pod.uid in self.entries:
+                return
+            entry = flying or QueuedPod(pod)
+            if flying is not None:
+                _carry(flying.pod, pod)
+            entry.pod = pod
+            pod.timestamp = self.clock()
+            entry.backoff_expiration = 0.0
+            rejected = bool(pod.unschedulable_plugins or pod.pending_plugins)
+            if rejected:
+                entry.unschedulable_count += 1
+                entry.consecutive_errors = 0
+            else:
+                entry.consecutive_errors += 1
+            cycle = entry.cycle if cycle is None else cycle
+            if not rejected or self.move_request_cycle >= cycle:
+                self._place(entry, BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+            else:
+                self._place(entry, UNSCHEDULABLE, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+
+    # -- cluster events -------------------------------------------------------------------
+
+    def move_all_to_active_or_backoff(self, event: ClusterEvent,
+                                      pre_check: Callable[[PodInfo], bool] | None = None) -> None:
+        """Requeue every unschedulable pod whose rejecting plugins care about event."""
+        with self.cond:
+            self.move_request_cycle = self.scheduling_cycle
+            label = _event_label(event)
+            for entry in [e for e in self.entries.values() if e.where == UNSCHEDULABLE]:
+                if pre_check is not None and not pre_check(entry.pod):
+                    continue
+                if entry.gated_by:
+                    if self._plugin_cares(entry.gated_by, event):
+                        self._unplace(entry)
+                        self._enqueue_new(entry, label)
+                    continue
+                plugins = entry.pod.unschedulable_plugins | entry.pod.pending_plugins
+                if not plugins or any(self._plugin_cares(p, event) for p in plugins):
+                    self._requeue(entry, label)
+
+    def _plugin_cares(self, plugin: str, event: ClusterEvent) -> bool:
+        registered = self.plugin_events.get(plugin)
+        if registered is None:
+            # A plugin that registers nothing could be unblocked by anything.
+            return True
+        return any(r.matches(event) for r in registered)
+
+    def _requeue(self, entry: QueuedPod, event: str) -> None:
+        self._place(entry, BACKOFF if self._is_backing_off(entry) else ACTIVE, event)
+
+    def flush_backoff_completed(self) -> None:
+        with self.cond:
+            now = self.clock()
+            while self.backoff_heap:
+                expiry, seq, entry = self.backoff_heap[0]
+                if entry.where != BACKOFF or entry.seq != seq:
+                    heapq.heappop(self.backoff_heap)
+                    continue
+                if expiry > now:
+                    break
+                heapq.heappop(self.backoff_heap)
+                self._place(entry, ACTIVE, EVENT_BACKOFF_COMPLETE)
+
+    def flush_unschedulable_leftover(self) -> None:
+        with self.cond:
+            now = self.clock()
+            for entry in [e for e in self.entries.values() if e.where == UNSCHEDULABLE and not e.gated_by]:
+                if now - entry.unschedulable_since > self.max_in_unschedulable:
+                    self._requeue(entry, EVENT_UNSCHEDULABLE_TIMEOUT)
+
+    def run_flushers(self, stop: threading.Event) -> threading.Thread:
+        def loop() -> None:
+            last_unschedulable_flush = self.clock()
+            while not stop.wait(BACKOFF_FLUSH_PERIOD):
+                self.flush_backoff_completed()
+                if self.clock() - last_unschedulable_flush >= UNSCHEDULABLE_FLUSH_PERIOD:
+                    self.flush_unschedulable_leftover()
+                    last_unschedulable_flush = self.clock()
+
+        thread = threading.Thread(target=loop, name="queue-flush", daemon=True)
+        thread.start()
+        return thread
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    # -- introspection --------------------------------------------------------------------
+
+    def pending(self) -> dict[str, list[PodInfo]]:
+        with self.cond:
+            out: dict[str, list[PodInfo]] = {ACTIVE: [], BACKOFF: [], UNSCHEDULABLE: [], GATED: []}
+            for e in self.entries.values():
+                out[GATED if e.where == UNSCHEDULABLE and e.gated_by else e.where].append(e.pod)
+            return out
+
+    def where(self, uid: str) -> str:
+        with self.cond:
+            entry = self.entries.get(uid)
+            if entry is not None:
+                return GATED if entry.where == UNSCHEDULABLE and entry.gated_by else entry.where
+            return "in-flight" if uid in self.in_flight else ""
+
+
+def _carry(old: PodInfo, new: PodInfo) -> None:
+    """Keep the queue history when a pod's object is replaced by a newer version."""
+    if old is new:
+        return
+    new.timestamp = old.timestamp
+    new.attempts = old.attempts
+    new.initial_attempt_ts = old.initial_attempt_ts
+    new.unschedulable_plugins = old.unschedulable_plugins
+    new.pending_plugins = old.pending_plugins
+
+
+def _spec_changed(old: PodInfo, new: PodInfo) -> bool:
+    """Whether an update could change the scheduling outcome (upstream ignores updates that
+    only touch status, resourceVersion, generation or managedFields)."""
+    a, b = old.raw, new.raw
+    if a.get("spec") != b.get("spec"):
+        return True
+    ma, mb = a.get("metadata") or {}, b.get("metadata") or {}
+    return ma.get("labels") != mb.get("labels") or ma.get("annotations") != mb.get("annotations")
+
+
+_RESOURCE_LABELS = {EventResource.NODE: "Node", EventResource.ASSIGNED_POD: "AssignedPod",
+                    EventResource.POD: "Pod", EventResource.UNSCHEDULED_POD: "UnschedulablePod"}
+
+
+def _event_label(event: ClusterEvent) -> str:
+    if event.label:
+        return event.label
+    action = "Add" if event.action & ActionType.ADD else "Delete" if event.action & ActionType.DELETE else "Update"
+    return f"{_RESOURCE_LABELS.get(event.resource, str(event.resource.value))}{action}"

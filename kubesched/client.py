@@ -1,0 +1,332 @@
+"""A lean Kubernetes API client on urllib3 that speaks raw JSON.
+
+The kubernetes package's model objects cost more to build than scheduling a pod, so the
+scheduler reads and writes plain dicts. Requests are throttled by a token bucket honouring
+clientConnection.qps/burst, like client-go's flowcontrol, and share one connection pool
+sized for concurrent binds.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import ssl
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator
+from urllib.parse import urlencode
+
+import urllib3
+import yaml
+
+# Above this rate a bucket would only add overhead; client-go treats qps<=0 as unthrottled too.
+UNTHROTTLED_QPS = 10_000
+
+
+class KubeconfigError(ValueError):
+    """The kubeconfig is missing, unreadable or incomplete; the message says which part."""
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server, with its HTTP status and Status message."""
+
+    def __init__(self, status: int, reason: str, message: str, body: dict | None = None):
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body or {}
+
+
+class WatchExpired(Exception):
+    """The watch's resourceVersion is too old (410 Gone); the caller must relist."""
+
+
+@dataclass
+class ClusterCredentials:
+    server: str
+    ca_file: str | None = None
+    insecure: bool = False
+    cert_file: str | None = None
+    key_file: str | None = None
+    token: str | None = None
+    tls_server_name: str | None = None
+
+
+def _materialise(data_b64: str, suffix: str, temp_dir: str) -> str:
+    """Write base64 *-data from a kubeconfig to a private temp file, since ssl wants paths."""
+    fd, path = tempfile.mkstemp(suffix=suffix, dir=temp_dir)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(base64.b64decode("".join(data_b64.split()), validate=True))
+    return path
+
+
+def load_kubeconfig(path: str, context: str | None = None) -> ClusterCredentials:
+    """Resolve the current (or given) context of a kubeconfig into server and credentials.
+
+    Raises KubeconfigError naming what is wrong, without contacting the cluster.
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except OSError as err:
+        raise KubeconfigError(f"cannot read kubeconfig {path}: {err.strerror}") from None
+    except yaml.YAMLError:
+        raise KubeconfigError(f"kubeconfig {path} is not valid YAML") from None
+    if not isinstance(doc, dict):
+        raise KubeconfigError(f"kubeconfig {path} is not a kubeconfig (expected a YAML object)")
+    base = os.path.dirname(os.path.abspath(path))
+
+    def named(section: str, name: str) -> dict:
+        for item in doc.get(section) or ():
+            if isinstance(item, dict) and item.get("name") == name:
+                return item.get(section[:-1]) or {}
+        raise KubeconfigError(f"kubeconfig {path}: {section[:-1]} {name!r} not found")
+
+    ctx_name = context or doc.get("current-context")
+    if not ctx_name:
+        raise KubeconfigError(f"kubeconfig {path} has no current-context")
+    ctx = named("contexts", ctx_name)
+    cluster = named("clusters", ctx.get("cluster", ""))
+    user = named("users", ctx.get("user", "")) if ctx.get("user") else {}
+    server = cluster.get("server")
+    if not server:
+        raise KubeconfigError(f"kubeconfig {path}: cluster {ctx.get('cluster')!r} has no server")
+    temp_dir = tempfile.mkdtemp(prefix="kubesched-kubeconfig-")
+
+    def file_or_data(obj: dict, file_key: str, data_key: str, suffix: str) -> str | None:
+        if obj.get(data_key):
+            try:
+                return _materialise(obj[data_key], suffix, temp_dir)
+            except (ValueError, TypeError):
+                raise KubeconfigError(f"kubeconfig {path}: {data_key} is not valid base64") from None
+        if obj.get(file_key):
+            resolved = os.path.join(base, obj[file_key])
+            if not os.access(resolved, os.R_OK):
+                raise KubeconfigError(f"kubeconfig {path}: {file_key} {resolved} is not readable")
+            return resolved
+        return None
+
+    token = user.get("token")
+    if not token and user.get("tokenFile"):
+        try:
+            with open(os.path.join(base, user["tokenFile"]), encoding="utf-8") as fh:
+                token = fh.read().strip()
+        except OSError as err:
+            raise KubeconfigError(f"kubeconfig {path}: tokenFile: {err.strerror}") from None
+    return ClusterCredentials(
+        server=server.rstrip("/"),
+        ca_file=file_or_data(cluster, "certificate-authority", "certificate-authority-data", ".crt"),
+        insecure=bool(cluster.get("insecure-skip-tls-verify")),
+        cert_file=file_or_data(user, "client-certificate", "client-certificate-data", ".crt"),
+        key_file=file_or_data(user, "client-key", "client-key-data", ".key"),
+        token=token,
+        tls_server_name=cluster.get("tls-server-name"),
+    )
+
+
+class TokenBucket:
+    """client-go's token bucket: qps tokens per second, at most burst saved up."""
+
+    def __init__(self, qps: float, burst: int, clock=time.monotonic, sleep=time.sleep):
+        self.unlimited = qps <= 0 or qps >= UNTHROTTLED_QPS
+        self.qps = qps
+        self.burst = max(1, burst)
+        self.tokens = float(self.burst)
+        self.clock = clock
+        self.sleep = sleep
+        self.last = clock()
+        self.lock = threading.Lock()
+
+    def reserve(self) -> float:
+        """Take one token; return how long the caller must wait before using it."""
+        with self.lock:
+            now = self.clock()
+            self.tokens = min(self.burst, self.tokens + (now - self.last) * self.qps)
+            self.last = now
+            self.tokens -= 1
+            return 0.0 if self.tokens >= 0 else -self.tokens / self.qps
+
+    def accept(self) -> None:
+        if self.unlimited:
+            return
+        wait = self.reserve()
+        if wait > 0:
+            self.sleep(wait)
+
+
+class ApiClient:
+    """Raw-JSON access to the endpoints a scheduler needs."""
+
+    def __init__(self, creds: ClusterCredentials, qps: float = 50, burst: int = 100,
+                 pool_size: int = 64, user_agent: str = "kubesched", timeout: float = 30.0):
+        self.server = creds.server
+        self.limiter = TokenBucket(qps, burst)
+        self.timeout = timeout
+        self.headers = {"Accept": "application/json", "User-Agent": user_agent}
+        if creds.token:
+            self.headers["Authorization"] = f"Bearer {creds.token}"
+        kwargs: dict[str, Any] = {"maxsize": pool_size, "block": True,
+                                  "retries": urllib3.Retry(total=0, connect=2, read=0, redirect=0,
+                                                           status=0, raise_on_status=False)}
+        if self.server.startswith("https"):
+            if creds.insecure:
+                kwargs["cert_reqs"] = ssl.CERT_NONE
+                urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+            else:
+                kwargs["cert_reqs"] = ssl.CERT_REQUIRED
+                if creds.ca_file:
+                    kwargs["ca_certs"] = creds.ca_file
+            if creds.cert_file:
+                kwargs["cert_file"] = creds.cert_file
+                kwargs["key_file"] = creds.key_file
+            if creds.tls_server_name:
+                kwargs["server_hostname"] = creds.tls_server_name
+        self.pool = urllib3.PoolManager(num_pools=4, **kwargs)
+
+    @classmethod
+    def from_kubeconfig(cls, path: str, qps: float = 50, burst: int = 100, **kwargs: Any) -> "ApiClient":
+        return cls(load_kubeconfig(path), qps=qps, burst=burst, **kwargs)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, body: Any = None, params: dict | None = None,
+                content_type: str = "application/json", timeout: float | None = None) -> dict:
+        self.limiter.accept()
+        url = self.server + path
+        if params:
+            url += "?" + urlencode(params)
+        headers = dict(self.headers)
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = content_type
+        resp = self.pool.request(method, url, body=data, headers=headers,
+                                 timeout=urllib3.Timeout(connect=5.0, read=timeout or self.timeout))
+        payload = resp.data
+        if resp.status >= 300:
+            raise _api_error(resp.status, payload)
+        return json.loads(payload) if payload else {}
+
+    def get(self, path: str, params: dict | None = None) -> dict:
+        return self.request("GET", path, params=params)
+
+    # -- the contract used by the scheduler and its plugins -------------------------------
+
+    def list(self, path: str, params: dict | None = None, page_size: int = 0) -> dict:
+        """GET a collection; with page_size, follow `continue` and return one merged list."""
+        if not page_size:
+            return self.get(path, params)
+        query = dict(params or {})
+        query["limit"] = page_size
+        items: list[dict] = []
+        while True:
+            page = self.get(path, query)
+            items.extend(page.get("items") or ())
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                page["items"] = items
+                return page
+            query["continue"] = token
+
+    def watch(self, path: str, resource_version: str, timeout_seconds: int = 300,
+              bookmarks: bool = True) -> Iterator[dict]:
+        """Stream watch events ({"type", "object"}) from resource_version.
+
+        Raises WatchExpired on 410 Gone (from the response or an ERROR event), ApiError on
+        other failures; a clean server-side timeout simply ends the iteration.
+        """
+        self.limiter.accept()
+        params = {"watch": "1", "resourceVersion": resource_version,
+                  "timeoutSeconds": str(timeout_seconds)}
+        if bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        resp = self.pool.request("GET", f"{self.server}{path}?{urlencode(params)}",
+                                 headers=self.headers, preload_content=False,
+                                 timeout=urllib3.Timeout(connect=5.0, read=timeout_seconds + 30))
+        try:
+            if resp.status == 410:
+                raise WatchExpired(resp.data.decode(errors="replace"))
+            if resp.status >= 300:
+                raise _api_error(resp.status, resp.data)
+            buffer = b""
+            for chunk in resp.stream(65536, decode_content=True):
+                buffer += chunk
+                while True:
+                    newline = buffer.find(b"\n")
+                    if newline < 0:
+                        break
+                    line, buffer = buffer[:newline], buffer[newline + 1:]
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":
+                        status = event.get("object") or {}
+                        if status.get("code") == 410:
+                            raise WatchExpired(status.get("message", "resourceVersion too old"))
+                        raise ApiError(status.get("code", 500), status.get("reason", ""),
+                                       status.get("message", ""), status)
+                    yield event
+        finally:
+            resp.release_conn()
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        body = {"apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": name, "namespace": namespace, "uid": uid},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
+        self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
+
+    def delete_pod(self, namespace: str, name: str, uid: str | None = None,
+                   grace_period: int | None = None) -> None:
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
+        self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict:
+        return self.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", patch,
+                            content_type="application/strategic-merge-patch+json")
+
+    def create_event(self, namespace: str, event: dict, api: str = "events.k8s.io/v1") -> dict:
+        if api == "events.k8s.io/v1":
+            return self.request("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", event)
+        return self.request("POST", f"/api/v1/namespaces/{namespace}/events", event)
+
+    def patch_event(self, namespace: str, name: str, patch: dict) -> dict:
+        return self.request("PATCH", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}",
+                            patch, content_type="application/merge-patch+json")
+
+    def get_lease(self, namespace: str, name: str) -> dict | None:
+        try:
+            return self.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
+        except ApiError as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def create_lease(self, namespace: str, lease: dict) -> dict:
+        return self.request("POST", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", lease)
+
+    def update_lease(self, namespace: str, name: str, lease: dict) -> dict:
+        return self.request("PUT", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", lease)
+
+
+def _api_error(status: int, payload: bytes) -> ApiError:
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    return ApiError(status, body.get("reason", ""),
+                    body.get("message") or payload.decode(errors="replace")[:200], body)
+
+
+def hostname() -> str:
+    return socket.gethostname()

@@ -1,0 +1,401 @@
+"""Read a KubeSchedulerConfiguration file strictly, apply upstream's v1 defaults, validate.
+
+Every problem is reported as ConfigError with the camelCase field path the user wrote
+(e.g. ``profiles[1].plugins.score.enabled[0].weight``), so the one-line error says exactly
+what to fix. Nothing here contacts the cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import yaml
+
+from kubesched.config.types import (
+    API_VERSION,
+    DEFAULT_SCHEDULER_NAME,
+    EXTENSION_POINTS,
+    KIND,
+    ClientConnection,
+    KubeSchedulerConfiguration,
+    LeaderElection,
+    PluginRef,
+    PluginSet,
+    Profile,
+)
+
+# Upstream's MaxTotalScore is math.MaxInt64; a weight times MaxNodeScore must stay below it.
+MAX_WEIGHT = (2**63 - 1) // 100
+
+
+class ConfigError(ValueError):
+    """One problem in the configuration, at field path ``field``."""
+
+    def __init__(self, field: str, message: str, source: str = ""):
+        self.field = field
+        self.message = message
+        self.source = source
+        where = f"{source}: " if source else ""
+        super().__init__(f"{where}{field}: {message}" if field else f"{where}{message}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Strict decoding: a schema is a dict of camelCase field -> type, where a type is one of the
+# scalar names below, a nested schema dict, ("list", type) or "any" (kept as decoded YAML).
+# ---------------------------------------------------------------------------------------------
+
+_PLUGIN = {"name": "str", "weight": "int"}
+_PLUGIN_SET = {"enabled": ("list", _PLUGIN), "disabled": ("list", _PLUGIN)}
+_PLUGINS = {point: _PLUGIN_SET for point in ("multiPoint", *EXTENSION_POINTS)}
+_PROFILE = {
+    "schedulerName": "str",
+    "percentageOfNodesToScore": "int",
+    "plugins": _PLUGINS,
+    "pluginConfig": ("list", {"name": "str", "args": "any"}),
+}
+_EXTENDER_TLS = {"insecure": "bool", "serverName": "str", "certFile": "str", "keyFile": "str",
+                 "caFile": "str", "certData": "str", "keyData": "str", "caData": "str"}
+_EXTENDER = {
+    "urlPrefix": "str", "filterVerb": "str", "preemptVerb": "str", "prioritizeVerb": "str",
+    "weight": "int", "bindVerb": "str", "enableHTTPS": "bool", "tlsConfig": _EXTENDER_TLS,
+    "httpTimeout": "duration", "nodeCacheCapable": "bool",
+    "managedResources": ("list", {"name": "str", "ignoredByScheduler": "bool"}),
+    "ignorable": "bool",
+}
+_SCHEMA = {
+    "apiVersion": "str",
+    "kind": "str",
+    "parallelism": "int",
+    "leaderElection": {
+        "leaderElect": "bool", "leaseDuration": "duration", "renewDeadline": "duration",
+        "retryPeriod": "duration", "resourceLock": "str", "resourceName": "str",
+        "resourceNamespace": "str",
+    },
+    "clientConnection": {
+        "kubeconfig": "str", "acceptContentTypes": "str", "contentType": "str",
+        "qps": "float", "burst": "int",
+    },
+    "enableProfiling": "bool",
+    "enableContentionProfiling": "bool",
+    "percentageOfNodesToScore": "int",
+    "podInitialBackoffSeconds": "int",
+    "podMaxBackoffSeconds": "int",
+    "profiles": ("list", _PROFILE),
+    "extenders": ("list", _EXTENDER),
+    "delayCacheUntilActive": "bool",
+}
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go duration string ("15s", "1m30s", "500ms"), as time.ParseDuration reads it."""
+    s = text.strip()
+    sign = -1.0 if s.startswith("-") else 1.0
+    s = s.lstrip("+-")
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ValueError(f"invalid duration {text!r}")
+    total, pos = 0.0, 0
+    for match in _DURATION_PART.finditer(s):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(s):
+        raise ValueError(f"invalid duration {text!r} (use a Go duration such as 15s, 1m30s or 500ms)")
+    return sign * total
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list",
+            dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _decode(value: Any, spec: Any, path: str) -> Any:
+    if spec == "any":
+        return value
+    if isinstance(spec, dict):
+        if not isinstance(value, dict):
+            raise ConfigError(path, f"must be an object, got {_type_name(value)}")
+        out = {}
+        for key, item in value.items():
+            child = f"{path}.{key}" if path else str(key)
+            if key not in spec:
+                raise ConfigError(child, "unknown field (check the spelling against "
+                                         "kubescheduler.config.k8s.io/v1)")
+            out[key] = _decode(item, spec[key], child)
+        return out
+    if isinstance(spec, tuple) and spec[0] == "list":
+        if not isinstance(value, list):
+            raise ConfigError(path, f"must be a list, got {_type_name(value)}")
+        return [_decode(item, spec[1], f"{path}[{i}]") for i, item in enumerate(value)]
+    if value is None:
+        return None
+    if spec == "str":
+        if not isinstance(value, str):
+            raise ConfigError(path, f"must be a string, got {_type_name(value)}")
+        return value
+    if spec == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"must be true or false, got {value!r}")
+        return value
+    if spec == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(path, f"must be an integer, got {value!r}")
+        return value
+    if spec == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(path, f"must be a number, got {value!r}")
+        return float(value)
+    if spec == "duration":
+        if not isinstance(value, str):
+            raise ConfigError(path, f"must be a duration string such as \"15s\", got {value!r}")
+        try:
+            return parse_duration(value)
+        except ValueError as err:
+            raise ConfigError(path, str(err)) from None
+    raise AssertionError(f"unknown schema type {spec!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Defaults (pkg/scheduler/apis/config/v1/defaults.go) and the default-plugin merge
+# (mergePluginSet in default_plugins.go).
+# ---------------------------------------------------------------------------------------------
+
+def _plugin_registry() -> tuple[dict[str, type], list[tuple[str, int]]]:
+    from kubesched.plugins.registry import DEFAULT_PLUGINS, REGISTRY
+
+    return REGISTRY, DEFAULT_PLUGINS
+
+
+def _plugin_set(raw: dict | None) -> PluginSet:
+    raw = raw or {}
+    return PluginSet(
+        enabled=[PluginRef(p.get("name") or "", p.get("weight") or 0) for p in raw.get("enabled") or ()],
+        disabled=[PluginRef(p.get("name") or "") for p in raw.get("disabled") or ()],
+    )
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """Upstream's mergePluginSet: custom disables (or '*') drop defaults, a re-enabled default
+    keeps its place with the custom settings, other custom plugins are appended."""
+    disabled = [PluginRef(p.name) for p in custom.disabled] + [PluginRef(p.name) for p in default.disabled]
+    disabled_names = {p.name for p in disabled}
+    custom_index = {p.name: i for i, p in enumerate(custom.enabled)}
+    replaced: set[int] = set()
+    enabled: list[PluginRef] = []
+    if "*" not in disabled_names:
+        for plugin in default.enabled:
+            if plugin.name in disabled_names:
+                continue
+            if plugin.name in custom_index:
+                replaced.add(custom_index[plugin.name])
+                plugin = custom.enabled[custom_index[plugin.name]]
+            enabled.append(plugin)
+    enabled.extend(p for i, p in enumerate(custom.enabled) if i not in replaced)
+    return PluginSet(enabled=enabled, disabled=disabled)
+
+
+def _profile(raw: dict, index: int, default_plugins: list[tuple[str, int]]) -> Profile:
+    path = f"profiles[{index}]"
+    profile = Profile(path=path)
+    profile.scheduler_name = raw.get("schedulerName") or DEFAULT_SCHEDULER_NAME
+    profile.percentage_of_nodes_to_score = raw.get("percentageOfNodesToScore")
+    raw_plugins = raw.get("plugins") or {}
+    defaults = {"multiPoint": PluginSet(enabled=[PluginRef(n, w) for n, w in default_plugins])}
+    for point in ("multiPoint", *EXTENSION_POINTS):
+        profile.plugins[point] = merge_plugin_set(defaults.get(point, PluginSet()),
+                                                  _plugin_set(raw_plugins.get(point)))
+    for i, entry in enumerate(raw.get("pluginConfig") or ()):
+        name = entry.get("name") or ""
+        entry_path = f"{path}.pluginConfig[{i}]"
+        if not name:
+            raise ConfigError(f"{entry_path}.name", "required: name the plugin these args are for")
+        if name in profile.plugin_config:
+            raise ConfigError(f"{entry_path}.name", f"duplicate pluginConfig for plugin {name!r} "
+                                                    f"(first at {profile.plugin_config_paths[name]})")
+        args = entry.get("args")
+        if args is not None and not isinstance(args, dict):
+            raise ConfigError(f"{entry_path}.args", f"must be an object, got {_type_name(args)}")
+        profile.plugin_config[name] = args or {}
+        profile.plugin_config_paths[name] = entry_path
+    return profile
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation (pkg/scheduler/apis/config/validation), with one message per problem.
+# ---------------------------------------------------------------------------------------------
+
+def _validate_profile_plugins(profile: Profile, raw: dict, registry: dict[str, type]) -> None:
+    raw_plugins = raw.get("plugins") or {}
+    for point, raw_set in raw_plugins.items():
+        for kind in ("enabled", "disabled"):
+            for i, plugin in enumerate((raw_set or {}).get(kind) or ()):
+                where = f"{profile.path}.plugins.{point}.{kind}[{i}]"
+                name = plugin.get("name") or ""
+                if not name:
+                    raise ConfigError(f"{where}.name", "required: the plugin's name")
+                if name == "*" and kind == "disabled":
+                    continue
+                if name not in registry:
+                    raise ConfigError(f"{where}.name", f"unknown plugin {name!r}; known plugins: "
+                                                       f"{', '.join(sorted(registry))}")
+                weight = plugin.get("weight")
+                if weight is not None and not 0 <= weight <= MAX_WEIGHT:
+                    raise ConfigError(f"{where}.weight", f"must be a non-negative integer (0 means the "
+                                                         f"default weight 1), got {weight}")
+    for name, where in profile.plugin_config_paths.items():
+        if name not in registry:
+            raise ConfigError(f"{where}.name", f"unknown plugin {name!r}; known plugins: "
+                                               f"{', '.join(sorted(registry))}")
+
+
+def _validate(cfg: KubeSchedulerConfiguration, raw: dict) -> None:
+    if cfg.parallelism <= 0:
+        raise ConfigError("parallelism", f"must be greater than 0, got {cfg.parallelism}")
+    if not 0 <= cfg.percentage_of_nodes_to_score <= 100:
+        raise ConfigError("percentageOfNodesToScore",
+                          f"must be in the range [0, 100] (0 = adaptive), got {cfg.percentage_of_nodes_to_score}")
+    if cfg.pod_initial_backoff_seconds <= 0:
+        raise ConfigError("podInitialBackoffSeconds", f"must be greater than 0, got {cfg.pod_initial_backoff_seconds}")
+    if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
+        raise ConfigError("podMaxBackoffSeconds",
+                          f"must be greater than or equal to podInitialBackoffSeconds "
+                          f"({cfg.pod_initial_backoff_seconds}), got {cfg.pod_max_backoff_seconds}")
+    le = cfg.leader_election
+    if le.leader_elect:
+        for name, value in (("leaseDuration", le.lease_duration), ("renewDeadline", le.renew_deadline),
+                            ("retryPeriod", le.retry_period)):
+            if value <= 0:
+                raise ConfigError(f"leaderElection.{name}", f"must be greater than zero, got {value}s")
+        if le.lease_duration <= le.renew_deadline:
+            raise ConfigError("leaderElection.leaseDuration",
+                              f"must be greater than renewDeadline ({le.lease_duration}s <= {le.renew_deadline}s)")
+        if le.renew_deadline <= le.retry_period * 1.2:
+            raise ConfigError("leaderElection.renewDeadline",
+                              f"must be greater than retryPeriod*1.2 ({le.renew_deadline}s <= "
+                              f"{round(le.retry_period * 1.2, 3)}s)")
+        if le.resource_lock != "leases":
+            raise ConfigError("leaderElection.resourceLock",
+                              f"must be \"leases\" (the only lock kube-scheduler supports), got {le.resource_lock!r}")
+        if not le.resource_name:
+            raise ConfigError("leaderElection.resourceName", "must not be empty")
+        if not le.resource_namespace:
+            raise ConfigError("leaderElection.resourceNamespace", "must not be empty")
+    cc = cfg.client_connection
+    if cc.burst < 0:
+        raise ConfigError("clientConnection.burst", f"must not be negative, got {cc.burst}")
+    if raw.get("extenders"):
+        _validate_extenders(raw["extenders"])
+    registry, _ = _plugin_registry()
+    seen: dict[str, int] = {}
+    for i, profile in enumerate(cfg.profiles):
+        raw_profile = (raw.get("profiles") or [{}])[i] if raw.get("profiles") else {}
+        if profile.scheduler_name in seen:
+            raise ConfigError(f"profiles[{i}].schedulerName",
+                              f"duplicate schedulerName {profile.scheduler_name!r} (also profiles[{seen[profile.scheduler_name]}])")
+        seen[profile.scheduler_name] = i
+        pct = profile.percentage_of_nodes_to_score
+        if pct is not None and not 0 <= pct <= 100:
+            raise ConfigError(f"profiles[{i}].percentageOfNodesToScore", f"must be in the range [0, 100], got {pct}")
+        _validate_profile_plugins(profile, raw_profile, registry)
+    # Upstream requires every profile to share the queueSort plugin and its args, because there
+    # is one queue for all profiles.
+    if len(cfg.profiles) > 1:
+        first = _queue_sort(cfg.profiles[0], registry)
+        for i, profile in enumerate(cfg.profiles[1:], start=1):
+            if _queue_sort(profile, registry) != first:
+                raise ConfigError(f"profiles[{i}].plugins.queueSort",
+                                  "must be the same for all profiles (one queue serves them all)")
+
+
+def _queue_sort(profile: Profile, registry: dict[str, type]) -> tuple:
+    """The profile's queueSort plugins (explicit, then multiPoint) and their args."""
+    names = [p.name for p in profile.plugins["queueSort"].enabled]
+    disabled = {p.name for p in profile.plugins["queueSort"].disabled}
+    if "*" not in disabled:
+        names += [p.name for p in profile.plugins["multiPoint"].enabled
+                  if p.name not in disabled and p.name not in names and hasattr(registry.get(p.name), "less")]
+    return tuple(names), tuple(repr(profile.plugin_config.get(n)) for n in names)
+
+
+def _validate_extenders(extenders: list[dict]) -> None:
+    for i, ext in enumerate(extenders):
+        if not ext.get("urlPrefix"):
+            raise ConfigError(f"extenders[{i}].urlPrefix", "required")
+        if ext.get("weight") is not None and ext["weight"] <= 0 and ext.get("prioritizeVerb"):
+            raise ConfigError(f"extenders[{i}].weight", f"must be positive when prioritizeVerb is set, got {ext['weight']}")
+    raise ConfigError("extenders", "scheduler extenders are not supported by kubesched; "
+                                   "implement the logic as a plugin or remove the extenders list")
+
+
+def parse_config(raw: Any, source: str = "") -> KubeSchedulerConfiguration:
+    """Decode, default and validate an already-parsed YAML document."""
+    try:
+        return _parse(raw, source)
+    except ConfigError as err:
+        if source and not err.source:
+            raise ConfigError(err.field, err.message, source) from None
+        raise
+
+
+def _parse(raw: Any, source: str) -> KubeSchedulerConfiguration:
+    if not isinstance(raw, dict):
+        raise ConfigError("", f"must be a YAML object with apiVersion {API_VERSION} and kind {KIND}")
+    if raw.get("apiVersion") != API_VERSION:
+        raise ConfigError("apiVersion", f"must be {API_VERSION!r}, got {raw.get('apiVersion')!r}")
+    if raw.get("kind") != KIND:
+        raise ConfigError("kind", f"must be {KIND!r}, got {raw.get('kind')!r}")
+    raw = _decode(raw, _SCHEMA, "")
+    cfg = KubeSchedulerConfiguration(source=source)
+    _set(raw, "parallelism", cfg, "parallelism")
+    _set(raw, "percentageOfNodesToScore", cfg, "percentage_of_nodes_to_score")
+    _set(raw, "podInitialBackoffSeconds", cfg, "pod_initial_backoff_seconds")
+    _set(raw, "podMaxBackoffSeconds", cfg, "pod_max_backoff_seconds")
+    _set(raw, "delayCacheUntilActive", cfg, "delay_cache_until_active")
+    _set(raw, "enableProfiling", cfg, "enable_profiling")
+    _set(raw, "enableContentionProfiling", cfg, "enable_contention_profiling")
+    le_raw = raw.get("leaderElection") or {}
+    cfg.leader_election = LeaderElection()
+    for key, attr in (("leaderElect", "leader_elect"), ("leaseDuration", "lease_duration"),
+                      ("renewDeadline", "renew_deadline"), ("retryPeriod", "retry_period"),
+                      ("resourceLock", "resource_lock"), ("resourceName", "resource_name"),
+                      ("resourceNamespace", "resource_namespace")):
+        _set(le_raw, key, cfg.leader_election, attr)
+    cc_raw = raw.get("clientConnection") or {}
+    cfg.client_connection = ClientConnection()
+    for key, attr in (("kubeconfig", "kubeconfig"), ("qps", "qps"), ("burst", "burst"),
+                      ("contentType", "content_type"), ("acceptContentTypes", "accept_content_types")):
+        _set(cc_raw, key, cfg.client_connection, attr)
+    _, default_plugins = _plugin_registry()
+    raw_profiles = raw.get("profiles") or [{}]
+    cfg.profiles = [_profile(p or {}, i, default_plugins) for i, p in enumerate(raw_profiles)]
+    _validate(cfg, raw)
+    return cfg
+
+
+def _set(raw: dict, key: str, obj: Any, attr: str, convert: Callable[[Any], Any] | None = None) -> None:
+    value = raw.get(key)
+    if value is not None:
+        setattr(obj, attr, convert(value) if convert else value)
+
+
+def load_config(path: str) -> KubeSchedulerConfiguration:
+    """Read and validate the file at path; ConfigError says what to fix."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as err:
+        raise ConfigError("", f"cannot read the configuration file: {err.strerror}", path) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError("", f"not valid YAML{where}: {problem}", path) from None
+    return parse_config(raw, source=path)

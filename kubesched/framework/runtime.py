@@ -1,0 +1,484 @@
+"""One Framework per profile: builds its plugins and runs them per extension point.
+
+This is upstream's frameworkImpl (pkg/scheduler/framework/runtime/framework.go). It is also
+the Handle every plugin receives: the cycle's snapshot, the API client, the nominator, the
+event recorder and the helpers preemption needs.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from kubesched import metrics
+from kubesched.config.types import EXTENSION_POINT_METHODS, EXTENSION_POINTS, PluginRef, Profile
+from kubesched.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    ClusterEvent,
+    Code,
+    CycleState,
+    NodeScore,
+    PluginArgsError,
+    PreFilterResult,
+    Status,
+)
+from kubesched.framework.snapshot import Snapshot
+from kubesched.framework.types import NodeInfo, PodInfo
+
+
+class FrameworkError(ValueError):
+    """The profile cannot be built; field names the configuration path to fix."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
+
+
+class _NullNominator:
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return []
+
+    def add_nominated_pod(self, pod: PodInfo, node_name: str) -> None:
+        pass
+
+    def delete_nominated_pod_if_exists(self, pod: PodInfo) -> None:
+        pass
+
+    def has_nominated_pods(self) -> bool:
+        return False
+
+
+class _NullRecorder:
+    def eventf(self, obj_raw: dict, type_: str, reason: str, action: str, message: str) -> None:
+        pass
+
+
+def _ordered_unique(names: list[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+class Framework:
+    """The plugins of one profile, ready to run. Also the plugins' Handle."""
+
+    def __init__(self, profile: Profile, registry: dict[str, type], *, client: Any = None,
+                 nominator: Any = None, event_recorder: Any = None, parallelism: int = 16,
+                 pdb_lister: Callable[[], list[dict]] | None = None,
+                 object_lister: Callable[[str, str | None], list[dict]] | None = None):
+        self.profile_name = profile.scheduler_name
+        self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
+        self.client = client
+        self.nominator = nominator or _NullNominator()
+        self.event_recorder = event_recorder or _NullRecorder()
+        self.parallelism = parallelism
+        self._pdb_lister = pdb_lister or (lambda: [])
+        self._object_lister = object_lister or (lambda resource, namespace=None: [])
+        self._snapshot = Snapshot()
+        self.plugins: dict[str, Any] = {}
+        self.score_weights: dict[str, int] = {}
+        self._build(profile, registry)
+
+    # -- Handle -----------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def set_snapshot(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def pdb_lister(self) -> list[dict]:
+        return self._pdb_lister()
+
+    def list_objects(self, resource: str, namespace: str | None = None) -> list[dict]:
+        """Raw namespaces, services, replicationcontrollers, replicasets or statefulsets
+        (optionally of one namespace) from the informer caches."""
+        return self._object_lister(resource, namespace)
+
+    # -- construction (NewFramework + expandMultiPointPlugins) -------------------------------
+
+    def _build(self, profile: Profile, registry: dict[str, type]) -> None:
+        needed = _ordered_unique([p.name for ps in profile.plugins.values() for p in ps.enabled])
+        for name in needed:
+            cls = registry.get(name)
+            if cls is None:
+                raise FrameworkError(f"{profile.path}.plugins", f"unknown plugin {name!r}")
+            args = profile.plugin_config.get(name)
+            try:
+                self.plugins[name] = cls(args, self)
+            except PluginArgsError as err:
+                where = profile.plugin_config_paths.get(name, f"{profile.path}.pluginConfig[{name}]")
+                field = f"{where}.args.{err.field}" if err.field else f"{where}.args"
+                raise FrameworkError(field, err.message) from None
+        points: dict[str, list[Any]] = {}
+        for point in EXTENSION_POINTS:
+            points[point] = self._expand(profile, point)
+        self.pre_enqueue_plugins = points["preEnqueue"]
+        self.queue_sort_plugins = points["queueSort"]
+        self.pre_filter_plugins = points["preFilter"]
+        self.filter_plugins = points["filter"]
+        self.post_filter_plugins = points["postFilter"]
+        self.pre_score_plugins = points["preScore"]
+        self.score_plugins = points["score"]
+        self.reserve_plugins = points["reserve"]
+        self.permit_plugins = points["permit"]
+        self.pre_bind_plugins = points["preBind"]
+        self.bind_plugins = points["bind"]
+        self.post_bind_plugins = points["postBind"]
+        if len(self.queue_sort_plugins) != 1:
+            raise FrameworkError(f"{profile.path}.plugins.queueSort",
+                                 f"only one queue sort plugin required for profile with scheduler name "
+                                 f"{profile.scheduler_name!r}, but got {len(self.queue_sort_plugins)}")
+        if not self.bind_plugins:
+            raise FrameworkError(f"{profile.path}.plugins.bind",
+                                 f"at least one bind plugin is needed for profile with scheduler name "
+                                 f"{profile.scheduler_name!r}")
+        self._score_weights(profile.plugins["score"].enabled + profile.plugins["multiPoint"].enabled)
+        self.less = self.queue_sort_plugins[0].less
+        # Extension points with nothing to do are skipped whole in the hot path.
+        self.pre_filter_extensions = [(p, p.pre_filter_extensions()) for p in self.pre_filter_plugins
+                                      if hasattr(p, "pre_filter_extensions") and p.pre_filter_extensions()]
+
+    def _expand(self, profile: Profile, point: str) -> list[Any]:
+        """Specific extension-point entries plus multiPoint entries, in upstream's order."""
+        method = EXTENSION_POINT_METHODS[point]
+        explicit = profile.plugins[point]
+        enabled = _ordered_unique([p.name for p in explicit.enabled])
+        for name in enabled:
+            if not hasattr(self.plugins[name], method):
+                raise FrameworkError(f"{profile.path}.plugins.{point}",
+                                     f"plugin {name!r} does not extend {point}")
+        disabled = {p.name for p in explicit.disabled}
+        if "*" in disabled:
+            return [self.plugins[n] for n in enabled]
+        overrides: list[str] = []
+        multi: list[str] = []
+        for ref in profile.plugins["multiPoint"].enabled:
+            plugin = self.plugins[ref.name]
+            if not hasattr(plugin, method) or ref.name in disabled:
+                continue
+            if ref.name in enabled:
+                overrides.append(ref.name)
+                continue
+            if ref.name in multi:
+                raise FrameworkError(f"{profile.path}.plugins.multiPoint",
+                                     f"plugin {ref.name!r} already registered as {point}")
+            multi.append(ref.name)
+        ordered = overrides + multi + [n for n in enabled if n not in overrides]
+        return [self.plugins[n] for n in ordered]
+
+    def _score_weights(self, refs: list[PluginRef]) -> None:
+        scorers = {p.name for p in self.score_plugins}
+        for ref in refs:
+            if ref.name not in scorers or ref.name in self.score_weights:
+                continue
+            self.score_weights[ref.name] = ref.weight or 1
+        self.weighted_score_plugins = [(p, self.score_weights.get(p.name, 1)) for p in self.score_plugins]
+
+    # -- queue-side extension points --------------------------------------------------------
+
+    def events_to_register(self) -> dict[str, list[ClusterEvent]]:
+        """Plugin name -> the cluster events that may make a pod it rejected schedulable."""
+        events = {}
+        for name, plugin in self.plugins.items():
+            if hasattr(plugin, "events_to_register"):
+                events[name] = list(plugin.events_to_register())
+        return events
+
+    def run_pre_enqueue_plugins(self, pod: PodInfo) -> Status | None:
+        for plugin in self.pre_enqueue_plugins:
+            status = plugin.pre_enqueue(pod)
+            if status is not None and not status.is_success():
+                status.plugin = plugin.name
+                return status
+        return None
+
+    # -- scheduling cycle -------------------------------------------------------------------
+
+    def run_pre_filter_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                               ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Upstream RunPreFilterPlugins: (merged node restriction, status, plugins that restricted
+        or rejected)."""
+        start = time.perf_counter()
+        result: PreFilterResult | None = None
+        returned: Status | None = None
+        restricting: list[str] = []
+        rejecting: set[str] = set()
+        try:
+            for plugin in self.pre_filter_plugins:
+                res, status = plugin.pre_filter(state, pod, nodes)
+                if status is not None and status.code == Code.SKIP:
+                    state.skip_filter_plugins.add(plugin.name)
+                    continue
+                if status is not None and not status.is_success():
+                    status.plugin = plugin.name
+                    if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                        return None, status, {plugin.name}
+                    if status.code == Code.UNSCHEDULABLE:
+                        returned = status
+                        rejecting.add(plugin.name)
+                        continue
+                    return None, Status(Code.ERROR, f"running PreFilter plugin {plugin.name!r}: "
+                                                    f"{status.message()}", plugin=plugin.name), set()
+                if res is not None and not res.all_nodes():
+                    restricting.append(plugin.name)
+                    if result is None or result.all_nodes():
+                        result = PreFilterResult(set(res.node_names or ()))
+                    else:
+                        result = PreFilterResult(result.node_names & set(res.node_names or ()))
+                    if not result.node_names:
+                        if len(restricting) == 1:
+                            msg = f"node(s) didn't satisfy plugin {restricting[0]}"
+                        else:
+                            msg = f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}] simultaneously"
+                        return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg), set(restricting)
+            return result, returned, set(restricting) | rejecting
+        finally:
+            self._observe("PreFilter", returned, start)
+
+    def active_filter_plugins(self, state: CycleState) -> list[Any]:
+        skip = state.skip_filter_plugins
+        return [p for p in self.filter_plugins if p.name not in skip] if skip else self.filter_plugins
+
+    def run_filter_plugins(self, state: CycleState, pod: PodInfo, node_info: NodeInfo,
+                           plugins: list[Any] | None = None) -> Status | None:
+        # Hot path: called once per node per cycle.
+        for plugin in plugins if plugins is not None else self.active_filter_plugins(state):
+            status = plugin.filter(state, pod, node_info)
+            if status is not None and status.code != Code.SUCCESS:
+                if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING):
+                    status = Status(Code.ERROR, f"running {plugin.name!r} filter plugin: {status.message()}",
+                                    error=status.error)
+                status.plugin = plugin.name
+                return status
+        return None
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, node_info: NodeInfo,
+                                               plugins: list[Any] | None = None) -> Status | None:
+        """Filters run twice when higher-or-equal priority pods are nominated to the node:
+        with them added (they will take the room) and without (affinity may need them absent)."""
+        nominated = self.nominator.nominated_pods_for_node(node_info.name)
+        if not nominated:
+            return self.run_filter_plugins(state, pod, node_info, plugins)
+        added, state_with, node_with = self._add_nominated_pods(state, pod, node_info, nominated)
+        if isinstance(added, Status):
+            return added
+        status = self.run_filter_plugins(state_with, pod, node_with, plugins)
+        if status is not None and status.code == Code.ERROR:
+            return status
+        if added and (status is None or status.is_success()):
+            status = self.run_filter_plugins(state, pod, node_info, plugins)
+        return status
+
+    def _add_nominated_pods(self, state: CycleState, pod: PodInfo, node_info: NodeInfo,
+                            nominated: list[PodInfo]) -> tuple[Any, CycleState, NodeInfo]:
+        node_out = node_info.clone()
+        state_out = state.clone()
+        added = False
+        for other in nominated:
+            if other.priority >= pod.priority and other.uid != pod.uid:
+                node_out.add_pod(other)
+                status = self.run_pre_filter_extension_add_pod(state_out, pod, other, node_out)
+                if status is not None and not status.is_success():
+                    return status, state, node_info
+                added = True
+        return added, state_out, node_out
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo,
+                                         node_info: NodeInfo) -> Status | None:
+        for plugin, ext in self.pre_filter_extensions:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            status = ext.add_pod(state, pod, pod_to_add, node_info)
+            if status is not None and not status.is_success():
+                return Status(Code.ERROR, f"running AddPod on PreFilter plugin {plugin.name!r}: "
+                                          f"{status.message()}", plugin=plugin.name)
+        return None
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo,
+                                            node_info: NodeInfo) -> Status | None:
+        for plugin, ext in self.pre_filter_extensions:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            status = ext.remove_pod(state, pod, pod_to_remove, node_info)
+            if status is not None and not status.is_success():
+                return Status(Code.ERROR, f"running RemovePod on PreFilter plugin {plugin.name!r}: "
+                                          f"{status.message()}", plugin=plugin.name)
+        return None
+
+    def run_post_filter_plugins(self, state: CycleState, pod: PodInfo,
+                                statuses: dict[str, Status]) -> tuple[str | None, Status]:
+        """Upstream RunPostFilterPlugins: the first success wins; otherwise the reasons of all
+        rejecting plugins, attributed to the first."""
+        start = time.perf_counter()
+        reasons: list[str] = []
+        rejector = ""
+        nominated: str | None = None
+        final: Status | None = None
+        try:
+            for plugin in self.post_filter_plugins:
+                node, status = plugin.post_filter(state, pod, statuses)
+                if status is None or status.is_success():
+                    final = status or Status()
+                    return node, final
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    status.plugin = plugin.name
+                    final = status
+                    return node, status
+                if not status.is_rejected():
+                    final = Status(Code.ERROR, status.message(), plugin=plugin.name, error=status.error)
+                    return None, final
+                if node:
+                    nominated = node
+                reasons.extend(status.reasons)
+                rejector = rejector or plugin.name
+            final = Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+            return nominated, final
+        finally:
+            self._observe("PostFilter", final, start)
+
+    def run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status | None:
+        start = time.perf_counter()
+        failed: Status | None = None
+        try:
+            for plugin in self.pre_score_plugins:
+                status = plugin.pre_score(state, pod, nodes)
+                if status is not None and status.code == Code.SKIP:
+                    state.skip_score_plugins.add(plugin.name)
+                    continue
+                if status is not None and not status.is_success():
+                    failed = Status(Code.ERROR, f"running PreScore plugin {plugin.name!r}: {status.message()}",
+                                    plugin=plugin.name, error=status.error)
+                    return failed
+            return None
+        finally:
+            self._observe("PreScore", failed, start)
+
+    def run_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
+                          breakdown: dict[str, dict[str, int]] | None = None) -> list[int]:
+        """Weighted total score per node, aligned with nodes. With breakdown, also record
+        plugin -> node -> weighted score (for `kubesched explain`). Raises ScoreError."""
+        start = time.perf_counter()
+        totals = [0] * len(nodes)
+        skip = state.skip_score_plugins
+        try:
+            for plugin, weight in self.weighted_score_plugins:
+                if plugin.name in skip:
+                    continue
+                score = plugin.score
+                raw = [score(state, pod, node) for node in nodes]
+                if hasattr(plugin, "normalize_score"):
+                    scores = [NodeScore(node.name, s) for node, s in zip(nodes, raw)]
+                    status = plugin.normalize_score(state, pod, scores)
+                    if status is not None and not getattr(status, "is_success", lambda: True)():
+                        raise ScoreError(f"running Normalize on Score plugins: plugin {plugin.name!r} "
+                                         f"failed with: {status.message()}")
+                    raw = [s.score for s in scores]
+                for i, value in enumerate(raw):
+                    if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
+                        raise ScoreError(f"applying score defaultWeights on Score plugins: plugin "
+                                         f"{plugin.name!r} returns an invalid score {value}, it should in the "
+                                         f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")
+                    totals[i] += value * weight
+                if breakdown is not None:
+                    breakdown[plugin.name] = {node.name: v * weight for node, v in zip(nodes, raw)}
+            return totals
+        finally:
+            self._observe("Score", None, start)
+
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for plugin in self.reserve_plugins:
+            status = plugin.reserve(state, pod, node_name)
+            if status is not None and not status.is_success():
+                status.plugin = plugin.name
+                if not status.is_rejected():
+                    status = Status(Code.ERROR, f"running Reserve plugin {plugin.name!r}: {status.message()}",
+                                    plugin=plugin.name)
+                return status
+        return None
+
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        # Reverse order, as upstream, so each plugin undoes after those reserved after it.
+        for plugin in reversed(self.reserve_plugins):
+            plugin.unreserve(state, pod, node_name)
+
+    def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for plugin in self.permit_plugins:
+            result = plugin.permit(state, pod, node_name)
+            status = result[0] if isinstance(result, tuple) else result
+            if status is not None and not status.is_success():
+                status.plugin = plugin.name
+                if status.code == Code.WAIT:
+                    # Waiting pods need a Permit controller (e.g. coscheduling); no in-tree
+                    # plugin waits, so a wait is treated as a rejection rather than hanging.
+                    return Status(Code.UNSCHEDULABLE, f"plugin {plugin.name!r} asked the pod to wait, "
+                                                      "which kubesched does not support", plugin=plugin.name)
+                if not status.is_rejected():
+                    status = Status(Code.ERROR, f"running Permit plugin {plugin.name!r}: {status.message()}",
+                                    plugin=plugin.name)
+                return status
+        return None
+
+    def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status = None
+        try:
+            for plugin in self.pre_bind_plugins:
+                status = plugin.pre_bind(state, pod, node_name)
+                if status is not None and not status.is_success() and status.code != Code.SKIP:
+                    status = Status(Code.ERROR, f"running PreBind plugin {plugin.name!r}: {status.message()}",
+                                    plugin=plugin.name, error=status.error)
+                    return status
+            status = None
+            return None
+        finally:
+            self._observe("PreBind", status, start)
+
+    def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status: Status | None = Status(Code.SKIP)
+        try:
+            for plugin in self.bind_plugins:
+                status = plugin.bind(state, pod, node_name)
+                if status is not None and status.code == Code.SKIP:
+                    continue
+                if status is not None and not status.is_success():
+                    status = Status(Code.ERROR, f"running Bind plugin {plugin.name!r}: {status.message()}",
+                                    plugin=plugin.name, error=status.error)
+                return status
+            return status
+        finally:
+            self._observe("Bind", status, start)
+
+    def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for plugin in self.post_bind_plugins:
+            plugin.post_bind(state, pod, node_name)
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score_plugins)
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self.filter_plugins)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.post_filter_plugins)
+
+    def _observe(self, point: str, status: Status | None, start: float) -> None:
+        code = "Success" if status is None or status.is_success() else _CODE_NAMES[status.code]
+        metrics.framework_extension_point_duration.labels(point, code, self.profile_name).observe(
+            time.perf_counter() - start)
+
+
+class ScoreError(RuntimeError):
+    """A score plugin misbehaved (score out of range, failed normalisation)."""
+
+
+# Upstream's Code.String() names, used as metric label values.
+_CODE_NAMES = {Code.SUCCESS: "Success", Code.ERROR: "Error", Code.UNSCHEDULABLE: "Unschedulable",
+               Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable", Code.WAIT: "Wait",
+               Code.SKIP: "Skip", Code.PENDING: "Pending"}
+
+
+def build_frameworks(profiles: list[Profile], registry: dict[str, type], **handle: Any) -> dict[str, Framework]:
+    """schedulerName -> Framework for every profile; FrameworkError names the field to fix."""
+    return {p.scheduler_name: Framework(p, registry, **handle) for p in profiles}

@@ -1,0 +1,198 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it.
+
+- A candidate tries to acquire every retryPeriod (with jitter); a lease held by someone else
+  is respected until leaseDuration has passed since we last saw it change.
+- The leader renews every retryPeriod; if it cannot renew within renewDeadline it stops
+  leading -- kube-scheduler then exits non-zero -- which is before its lease (leaseDuration,
+  longer than renewDeadline) can expire, so two leaders never act at once.
+- On a clean stop the leader releases the lease (empty holder, leaseDuration 1s:
+  ReleaseOnCancel), so a standby takes over within about one retryPeriod.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Callable
+
+from kubesched import klog, metrics
+from kubesched.client import ApiError
+from kubesched.config.types import LeaderElection
+
+JITTER_FACTOR = 1.2
+
+
+def new_identity(hostname: str) -> str:
+    """hostname_<uuid>, as kube-scheduler names its candidates."""
+    return f"{hostname}_{uuid.uuid4()}"
+
+
+def _micro(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(self, client, config: LeaderElection, identity: str, *,
+                 on_started_leading: Callable[[], None], on_stopped_leading: Callable[[], None],
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 sleep: Callable[[threading.Event, float], bool] | None = None):
+        self.client = client
+        self.cfg = config
+        self.identity = identity
+        self.on_started_leading = on_started_leading
+        self.on_stopped_leading = on_stopped_leading
+        self.clock = clock
+        self.wall = wall
+        self._sleep = sleep or (lambda ev, seconds: ev.wait(seconds))
+        self.observed_record: dict | None = None
+        self.observed_raw: dict | None = None
+        self.observed_time = 0.0
+        self.last_renew = 0.0
+        self.leading = False
+        self.stop = threading.Event()
+
+    # -- one attempt (tryAcquireOrRenew) ---------------------------------------------------
+
+    def try_acquire_or_renew(self) -> bool:
+        ns, name = self.cfg.resource_namespace, self.cfg.resource_name
+        now_wall = self.wall()
+        record = {"holderIdentity": self.identity,
+                  "leaseDurationSeconds": max(1, int(round(self.cfg.lease_duration))),
+                  "acquireTime": _micro(now_wall), "renewTime": _micro(now_wall),
+                  "leaseTransitions": 0}
+        current = self.client.get_lease(ns, name)
+        if current is None:
+            lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                     "metadata": {"name": name, "namespace": ns}, "spec": record}
+            try:
+                created = self.client.create_lease(ns, lease)
+            except ApiError as err:
+                if err.status == 409:
+                    return False
+                raise
+            self._observe(created)
+            return True
+        spec = current.get("spec") or {}
+        if self.observed_record is None or spec != self.observed_record:
+            self._observe(current)
+        holder = spec.get("holderIdentity") or ""
+        if holder and holder != self.identity and self._lease_valid():
+            return False
+        if holder == self.identity:
+            record["acquireTime"] = spec.get("acquireTime") or record["acquireTime"]
+            record["leaseTransitions"] = spec.get("leaseTransitions") or 0
+        else:
+            record["leaseTransitions"] = (spec.get("leaseTransitions") or 0) + 1
+        updated = dict(current)
+        updated["spec"] = record
+        try:
+            result = self.client.update_lease(ns, name, updated)
+        except ApiError as err:
+            if err.status == 409:
+                return False
+            raise
+        self._observe(result)
+        return True
+
+    def _observe(self, lease: dict) -> None:
+        self.observed_raw = lease
+        self.observed_record = lease.get("spec") or {}
+        self.observed_time = self.clock()
+
+    def _lease_valid(self) -> bool:
+        duration = (self.observed_record or {}).get("leaseDurationSeconds") or self.cfg.lease_duration
+        return self.observed_time + duration > self.clock()
+
+    def is_leader(self) -> bool:
+        return self.leading
+
+    def get_leader(self) -> str:
+        return (self.observed_record or {}).get("holderIdentity") or ""
+
+    # -- the loops -----------------------------------------------------------------------
+
+    def acquire(self) -> bool:
+        """Block until we lead (True) or stop is set (False)."""
+        klog.info("attempting to acquire leader lease", lease=f"{self.cfg.resource_namespace}/{self.cfg.resource_name}")
+        while not self.stop.is_set():
+            try:
+                if self.try_acquire_or_renew():
+                    self.last_renew = self.clock()
+                    klog.info("successfully acquired lease",
+                              lease=f"{self.cfg.resource_namespace}/{self.cfg.resource_name}")
+                    return True
+            except Exception as err:  # noqa: BLE001 - keep trying, as client-go does
+                klog.error("error retrieving resource lock", err=str(err))
+            wait = self.cfg.retry_period * (1 + random.random() * (JITTER_FACTOR - 1))
+            if self._sleep(self.stop, wait):
+                break
+        return False
+
+    def renew_loop(self) -> bool:
+        """Renew until stop (True: clean stop) or renewDeadline passes without success (False)."""
+        while not self.stop.is_set():
+            deadline = self.last_renew + self.cfg.renew_deadline
+            renewed = False
+            while not self.stop.is_set() and self.clock() < deadline:
+                try:
+                    if self.try_acquire_or_renew():
+                        renewed = True
+                        break
+                except Exception as err:  # noqa: BLE001
+                    klog.error("error renewing lease", err=str(err))
+                if self._sleep(self.stop, min(self.cfg.retry_period, max(0.0, deadline - self.clock()))):
+                    return True
+            if self.stop.is_set():
+                return True
+            if not renewed:
+                klog.error("failed to renew lease", lease=f"{self.cfg.resource_namespace}/{self.cfg.resource_name}",
+                           err="timed out waiting for the condition")
+                return False
+            self.last_renew = self.clock()
+            if self._sleep(self.stop, self.cfg.retry_period):
+                return True
+        return True
+
+    def run(self) -> bool:
+        """Acquire, lead, renew. Returns True on a clean stop, False when leadership was lost."""
+        metrics.leader_election_master_status.labels(self.cfg.resource_name).set(0)
+        if not self.acquire():
+            return True
+        self.leading = True
+        metrics.leader_election_master_status.labels(self.cfg.resource_name).set(1)
+        threading.Thread(target=self.on_started_leading, name="leading", daemon=True).start()
+        clean = self.renew_loop()
+        self.leading = False
+        metrics.leader_election_master_status.labels(self.cfg.resource_name).set(0)
+        if clean:
+            self.release()
+        self.on_stopped_leading()
+        return clean
+
+    def release(self) -> bool:
+        """Give the lease up so a standby need not wait for it to expire (ReleaseOnCancel)."""
+        if self.observed_raw is None or (self.observed_record or {}).get("holderIdentity") != self.identity:
+            return False
+        now = _micro(self.wall())
+        released = dict(self.observed_raw)
+        released["spec"] = {"leaseDurationSeconds": 1, "acquireTime": now, "renewTime": now,
+                            "leaseTransitions": (self.observed_record or {}).get("leaseTransitions") or 0}
+        try:
+            self._observe(self.client.update_lease(self.cfg.resource_namespace, self.cfg.resource_name, released))
+            klog.info("released leader lease", lease=f"{self.cfg.resource_namespace}/{self.cfg.resource_name}")
+            return True
+        except Exception as err:  # noqa: BLE001
+            klog.error("Failed to release lock", err=str(err))
+            return False
+
+    def check_health(self, max_tolerable_expired_lease: float = 20.0) -> str | None:
+        """The /livez watchdog: None when healthy, else why (leader that stopped renewing)."""
+        if not self.leading:
+            return None
+        overdue = self.clock() - self.last_renew
+        if overdue > self.cfg.lease_duration + max_tolerable_expired_lease:
+            return f"failed election to renew leadership on lease {self.cfg.resource_name}"
+        return None

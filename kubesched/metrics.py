@@ -1,0 +1,112 @@
+"""Prometheus metrics under kube-scheduler's names (pkg/scheduler/metrics/metrics.go).
+
+One registry for the process, so /metrics shows exactly the scheduler's series and tests can
+read values back with ``REGISTRY.get_sample_value``.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+# Buckets as upstream: exponential from 1ms, factor 2, 15 buckets (and 20 for the SLI).
+_LATENCY_BUCKETS = tuple(0.001 * 2**i for i in range(15))
+_SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
+_EXTENSION_BUCKETS = tuple(0.0001 * 2**i for i in range(12))
+
+SCHEDULED = "scheduled"
+UNSCHEDULABLE = "unschedulable"
+ERROR = "error"
+
+schedule_attempts = Counter(
+    "scheduler_schedule_attempts_total",
+    "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not "
+    "be scheduled, while 'error' means an internal scheduler problem.",
+    ["result", "profile"], registry=REGISTRY)
+
+scheduling_attempt_duration = Histogram(
+    "scheduler_scheduling_attempt_duration_seconds",
+    "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+    ["result", "profile"], buckets=_LATENCY_BUCKETS, registry=REGISTRY)
+
+scheduling_algorithm_duration = Histogram(
+    "scheduler_scheduling_algorithm_duration_seconds",
+    "Scheduling algorithm latency in seconds", buckets=_LATENCY_BUCKETS, registry=REGISTRY)
+
+pod_scheduling_sli_duration = Histogram(
+    "scheduler_pod_scheduling_sli_duration_seconds",
+    "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue "
+    "and might involve multiple scheduling attempts.",
+    ["attempts"], buckets=_SLI_BUCKETS, registry=REGISTRY)
+
+pod_scheduling_attempts = Histogram(
+    "scheduler_pod_scheduling_attempts",
+    "Number of attempts to successfully schedule a pod.",
+    buckets=(1, 2, 4, 8, 16), registry=REGISTRY)
+
+pending_pods = Gauge(
+    "scheduler_pending_pods",
+    "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; "
+    "'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in "
+    "unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the "
+    "number of unschedulable pods that the scheduler never attempted to schedule because they "
+    "are gated.",
+    ["queue"], registry=REGISTRY)
+
+queue_incoming_pods = Counter(
+    "scheduler_queue_incoming_pods_total",
+    "Number of pods added to scheduling queues by event and queue type.",
+    ["queue", "event"], registry=REGISTRY)
+
+preemption_attempts = Counter(
+    "scheduler_preemption_attempts_total", "Total preemption attempts in the cluster till now",
+    registry=REGISTRY)
+
+preemption_victims = Histogram(
+    "scheduler_preemption_victims", "Number of selected preemption victims",
+    buckets=(1, 2, 4, 8, 16, 32, 64), registry=REGISTRY)
+
+framework_extension_point_duration = Histogram(
+    "scheduler_framework_extension_point_duration_seconds",
+    "Latency for running all plugins of a specific extension point.",
+    ["extension_point", "status", "profile"], buckets=_EXTENSION_BUCKETS, registry=REGISTRY)
+
+plugin_execution_duration = Histogram(
+    "scheduler_plugin_execution_duration_seconds",
+    "Duration for running a plugin at a specific extension point.",
+    ["plugin", "extension_point", "status"], buckets=tuple(0.00001 * 1.5**i for i in range(20)),
+    registry=REGISTRY)
+
+binding_duration = Histogram(
+    "scheduler_binding_duration_seconds", "Binding latency in seconds (kubesched: the API call).",
+    buckets=_LATENCY_BUCKETS, registry=REGISTRY)
+
+cache_size = Gauge(
+    "scheduler_scheduler_cache_size",
+    "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+    ["type"], registry=REGISTRY)
+
+goroutines = Gauge(
+    "scheduler_goroutines",
+    "Number of running goroutines split by the work they do such as binding "
+    "(kubesched: binding threads in flight).",
+    ["operation"], registry=REGISTRY)
+
+unschedulable_pods = Gauge(
+    "scheduler_unschedulable_pods",
+    "The number of unschedulable pods broken down by plugin name. A pod will increment the "
+    "gauge for all plugins that caused it to not schedule and so this metric have meaning "
+    "only when broken down by plugin.",
+    ["plugin", "profile"], registry=REGISTRY)
+
+leader_election_master_status = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+    "1 indicates master. 'name' is the string used to identify the lease.",
+    ["name"], registry=REGISTRY)
+
+
+def attempts_label(attempts: int) -> str:
+    """Upstream caps the attempts label at "15+" to bound cardinality."""
+    return "15+" if attempts >= 15 else str(attempts)

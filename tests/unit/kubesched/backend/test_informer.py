@@ -1,0 +1,76 @@
+"""List+watch: events in order, 410 Gone relists with a diff, lost connections retried."""
+
+import threading
+
+from kubesched.backend import informer as informer_module
+from kubesched.backend.informer import Informer
+from kubesched.client import WatchExpired
+
+
+def obj(name, rv):
+    return {"metadata": {"name": name, "resourceVersion": rv}}
+
+
+class ScriptedClient:
+    """Each list() and watch() call takes the next step of a script."""
+
+    def __init__(self, lists, watches, stop):
+        self.lists = list(lists)
+        self.watches = list(watches)
+        self.stop = stop
+        self.watch_rvs = []
+
+    def list(self, path, params=None, page_size=0):
+        return self.lists.pop(0)
+
+    def watch(self, path, resource_version, timeout_seconds=300, bookmarks=True):
+        self.watch_rvs.append(resource_version)
+        if not self.watches:
+            self.stop.set()
+            return
+        step = self.watches.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        yield from step
+
+
+def run(lists, watches):
+    stop = threading.Event()
+    client = ScriptedClient(lists, watches, stop)
+    seen = []
+    inf = Informer(client, "/api/v1/nodes", name="nodes",
+                   on_add=lambda o: seen.append(("add", o["metadata"]["name"])),
+                   on_update=lambda old, new: seen.append(("update", new["metadata"]["name"])),
+                   on_delete=lambda o: seen.append(("delete", o["metadata"]["name"])))
+    inf.stop = stop
+    inf.run()
+    return inf, client, seen
+
+
+def test_watch_events_update_the_store_and_resource_version():
+    inf, client, seen = run(
+        [{"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "10"}, "items": [obj("a", "9")]}],
+        [[{"type": "ADDED", "object": obj("b", "11")}, {"type": "MODIFIED", "object": obj("a", "12")},
+          {"type": "BOOKMARK", "object": obj("", "15")}, {"type": "DELETED", "object": obj("b", "16")}]])
+    assert seen == [("add", "a"), ("add", "b"), ("update", "a"), ("delete", "b")]
+    assert list(inf.store) == ["a"] and inf.resource_version == "16"
+    assert client.watch_rvs == ["10", "16"]
+    assert inf.store["a"]["metadata"]["resourceVersion"] == "12"
+
+
+def test_expired_watch_relists_and_reports_the_difference():
+    inf, client, seen = run(
+        [{"metadata": {"resourceVersion": "10"}, "items": [obj("a", "1"), obj("b", "1"), obj("c", "1")]},
+         {"metadata": {"resourceVersion": "50"}, "items": [obj("a", "1"), obj("b", "2"), obj("d", "3")]}],
+        [WatchExpired("too old resource version"), []])
+    assert seen[3:] == [("delete", "c"), ("update", "b"), ("add", "d")]
+    assert inf.relists == 2 and client.watch_rvs == ["10", "50", "50"]
+
+
+def test_lost_connection_retries_from_the_last_version(monkeypatch):
+    monkeypatch.setattr(informer_module, "INITIAL_RETRY", 0.001)
+    inf, client, seen = run(
+        [{"metadata": {"resourceVersion": "10"}, "items": []}],
+        [ConnectionResetError("reset by peer"), [{"type": "ADDED", "object": obj("a", "11")}]])
+    assert seen == [("add", "a")]
+    assert inf.relists == 1 and client.watch_rvs[:2] == ["10", "10"]

@@ -1,0 +1,183 @@
+"""The scheduling queue: ordering, backoff, requeue on events, gates, the 5-minute flush."""
+
+import pytest
+from kubesched_fakes import FakeCpuFit, FakeGates, FakeLabelFilter, FakeSort, pod
+
+from kubesched.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
+from kubesched.framework.interface import ActionType, ClusterEvent, EventResource
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+def make_queue(clock, **kwargs):
+    gates = FakeGates(None, None)
+    events = {"FakeLabelFilter": FakeLabelFilter(None, None).events_to_register(),
+              "FakeCpuFit": FakeCpuFit(None, None).events_to_register(),
+              "FakeGates": gates.events_to_register()}
+    return SchedulingQueue(FakeSort(None, None).less, pre_enqueue=gates.pre_enqueue, plugin_events=events,
+                           clock=clock, **kwargs)
+
+
+def fail(q, p, *plugins):
+    p.unschedulable_plugins = set(plugins)
+    q.add_unschedulable_if_not_present(p)
+
+
+NODE_ADD = ClusterEvent(EventResource.NODE, ActionType.ADD)
+NODE_LABEL = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)
+NODE_TAINT = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)
+POD_DELETE = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE)
+
+
+def test_highest_priority_first_then_oldest(clock):
+    q = make_queue(clock)
+    for name, prio in (("low", 1), ("high", 100), ("mid", 10)):
+        q.add(pod(name, priority=prio))
+        clock.now += 1
+    q.add(pod("mid2", priority=10))
+    assert [q.pop(timeout=0).name for _ in range(4)] == ["high", "mid", "mid2", "low"]
+    assert q.pop(timeout=0) is None
+
+
+def test_backoff_doubles_from_initial_and_caps_at_max(clock):
+    q = make_queue(clock, initial_backoff=1, max_backoff=10)
+    assert [q.backoff_duration(n) for n in range(0, 7)] == [0, 1, 2, 4, 8, 10, 10]
+
+
+def test_error_goes_to_backoff_and_waits_out_its_backoff(clock):
+    q = make_queue(clock)
+    q.add(pod("p"))
+    p = q.pop(timeout=0)
+    fail(q, p)  # no rejecting plugin: an error
+    assert q.where(p.uid) == BACKOFF
+    assert q.pop(timeout=0) is None  # errors are not popped early
+    clock.now += 1.01
+    q.flush_backoff_completed()
+    assert q.where(p.uid) == ACTIVE
+    assert q.pop(timeout=0).name == "p" and p.attempts == 2
+
+
+def test_unschedulable_pod_waits_for_a_relevant_event(clock):
+    q = make_queue(clock)
+    q.add(pod("p"))
+    p = q.pop(timeout=0)
+    q.done(p.uid)
+    fail(q, p, "FakeLabelFilter")
+    assert q.where(p.uid) == UNSCHEDULABLE
+    q.move_all_to_active_or_backoff(POD_DELETE)  # FakeLabelFilter does not care about pods
+    assert q.where(p.uid) == UNSCHEDULABLE
+    q.move_all_to_active_or_backoff(NODE_TAINT)
+    assert q.where(p.uid) == UNSCHEDULABLE
+    q.move_all_to_active_or_backoff(NODE_LABEL)
+    assert q.where(p.uid) == BACKOFF  # still inside its 1s backoff
+    clock.now += 2
+    q.move_all_to_active_or_backoff(NODE_ADD)
+    q.flush_backoff_completed()
+    assert q.where(p.uid) == ACTIVE
+
+
+def test_pod_deleted_event_requeues_resource_rejections(clock):
+    q = make_queue(clock)
+    q.add(pod("p", cpu="1"))
+    p = q.pop(timeout=0)
+    fail(q, p, "FakeCpuFit")
+    clock.now += 5
+    q.move_all_to_active_or_backoff(POD_DELETE)
+    assert q.where(p.uid) == ACTIVE
+
+
+def test_event_during_the_attempt_sends_the_pod_to_backoff(clock):
+    q = make_queue(clock)
+    q.add(pod("p"))
+    p = q.pop(timeout=0)
+    q.move_all_to_active_or_backoff(NODE_ADD)  # arrives while p is being scheduled
+    fail(q, p, "FakeLabelFilter")
+    assert q.where(p.uid) == BACKOFF
+
+
+def test_backoff_pod_is_popped_early_when_nothing_else_waits(clock):
+    q = make_queue(clock)
+    q.add(pod("p"))
+    p = q.pop(timeout=0)
+    q.move_all_to_active_or_backoff(NODE_ADD)
+    fail(q, p, "FakeLabelFilter")
+    assert q.where(p.uid) == BACKOFF
+    q.add(pod("fresh"))
+    assert q.pop(timeout=0).name == "fresh"
+    assert q.pop(timeout=0).name == "p"
+
+
+def test_unschedulable_pods_are_flushed_after_five_minutes(clock):
+    q = make_queue(clock)
+    q.add(pod("p"))
+    p = q.pop(timeout=0)
+    fail(q, p, "FakeLabelFilter")
+    clock.now += 299
+    q.flush_unschedulable_leftover()
+    assert q.where(p.uid) == UNSCHEDULABLE
+    clock.now += 2
+    q.flush_unschedulable_leftover()
+    assert q.where(p.uid) == ACTIVE
+
+
+def test_gated_pod_waits_until_its_gates_are_removed(clock):
+    q = make_queue(clock)
+    gated = pod("g", gates=["example.com/wait"])
+    q.add(gated)
+    assert q.where(gated.uid) == GATED
+    assert q.pop(timeout=0) is None
+    q.move_all_to_active_or_backoff(NODE_ADD)
+    assert q.where(gated.uid) == GATED
+    ungated = pod("g", uid=gated.uid)
+    q.update(gated, ungated)
+    assert q.where(gated.uid) == ACTIVE
+    assert q.pop(timeout=0).name == "g"
+
+
+def test_update_of_unschedulable_pod_requeues_only_on_spec_change(clock):
+    q = make_queue(clock)
+    q.add(pod("p", uid="u1"))
+    p = q.pop(timeout=0)
+    fail(q, p, "FakeLabelFilter")
+    same = pod("p", uid="u1")
+    same.raw["status"]["conditions"] = [{"type": "PodScheduled", "status": "False"}]
+    q.update(p, same)
+    assert q.where("u1") == UNSCHEDULABLE
+    relabelled = pod("p", uid="u1", labels={"new": "label"})
+    clock.now += 5
+    q.update(same, relabelled)
+    assert q.where("u1") == ACTIVE
+    assert q.pop(timeout=0).attempts == 2  # the first attempt carried over to the new object
+
+
+def test_delete_removes_from_any_place(clock):
+    q = make_queue(clock)
+    a, b = pod("a"), pod("b")
+    q.add(a)
+    q.add(b)
+    q.delete(a)
+    assert q.pop(timeout=0).name == "b"
+    assert q.pop(timeout=0) is None
+    assert q.counts == {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0}
+
+
+def test_nominator_tracks_pods_per_node(clock):
+    q = make_queue(clock)
+    p = pod("p")
+    q.nominator.add_nominated_pod(p, "n1")
+    assert [x.name for x in q.nominator.nominated_pods_for_node("n1")] == ["p"]
+    q.nominator.add_nominated_pod(p, "n2")
+    assert q.nominator.nominated_pods_for_node("n1") == []
+    q.delete(p)
+    assert not q.nominator.has_nominated_pods()
