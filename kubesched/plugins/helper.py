@@ -128,8 +128,25 @@ EVERYTHING = Selector()
 NOTHING = Selector(nothing=True)
 
 
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def _check_key(key: str, path: str) -> None:
+    err = qualified_name_error(key)
+    if err:
+        raise SelectorError(f"{path}: Invalid value: {err}")
+
+
+def _check_value(value: Any, path: str) -> None:
+    if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise SelectorError(f"{path}: Invalid value: {value!r}: a valid label value must be 63 characters or "
+                            "less and consist of alphanumerics, '-', '_' or '.', starting and ending with an "
+                            "alphanumeric character")
+
+
 def _requirement(key: str, operator: str, values: list, operators: dict[str, int],
                  path: str) -> tuple[str, int, Any]:
+    _check_key(key, f"{path}.key")
     op = operators.get(operator)
     if op is None:
         raise SelectorError(f"{path}.operator: Unsupported value: {operator!r}: supported values: "
@@ -138,6 +155,8 @@ def _requirement(key: str, operator: str, values: list, operators: dict[str, int
     if op in (_IN, _NOT_IN):
         if not values:
             raise SelectorError(f"{path}.values: Required value: for 'in', 'notin' operators, values set can't be empty")
+        for i, v in enumerate(values):
+            _check_value(v, f"{path}.values[{i}]")
         return key, op, frozenset(values)
     if op in (_EXISTS, _DOES_NOT_EXIST):
         if values:
@@ -162,7 +181,11 @@ def label_selector(selector: dict | None, path: str = "labelSelector") -> Select
     expressions = selector.get("matchExpressions") or ()
     if not match_labels and not expressions:
         return EVERYTHING
-    reqs = [(k, _IN, frozenset((v,))) for k, v in sorted(match_labels.items())]
+    reqs = []
+    for k, v in sorted(match_labels.items()):
+        _check_key(k, f"{path}.matchLabels")
+        _check_value(v, f"{path}.matchLabels[{k}]")
+        reqs.append((k, _IN, frozenset((v,))))
     for i, expr in enumerate(expressions):
         reqs.append(_requirement(expr.get("key", ""), expr.get("operator", ""), expr.get("values"),
                                  _LABEL_OPERATORS, f"{path}.matchExpressions[{i}]"))
