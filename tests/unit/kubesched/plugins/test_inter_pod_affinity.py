@@ -1,0 +1,242 @@
+import pytest
+from plugin_builders import FakeHandle, code_and_reasons, make_node, make_pod, place, run_scores
+
+from kubesched.framework.interface import Code, CycleState, PluginArgsError
+from kubesched.plugins.inter_pod_affinity import InterPodAffinity
+
+HOST = "kubernetes.io/hostname"
+AFFINITY_REJECTED = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match pod affinity rules",))
+ANTI_REJECTED = (Code.UNSCHEDULABLE, ("node(s) didn't match pod anti-affinity rules",))
+EXISTING_REJECTED = (Code.UNSCHEDULABLE, ("node(s) didn't satisfy existing pods anti-affinity rules",))
+
+CHINA, INDIA = {"region": "China"}, {"region": "India"}
+AZ1, CHINA_AZ1 = {"az": "az1"}, {"region": "China", "az": "az1"}
+S1, S2 = {"security": "S1"}, {"security": "S2"}
+NAMESPACES = [{"metadata": {"name": "subteam1.team1", "labels": {"team": "team1"}}},
+              {"metadata": {"name": "subteam2.team1", "labels": {"team": "team1"}}},
+              {"metadata": {"name": "subteam1.team2", "labels": {"team": "team2"}}},
+              {"metadata": {"name": "subteam2.team2", "labels": {"team": "team2"}}},
+              {"metadata": {"name": "default", "labels": {}}}]
+
+
+def sel(*exprs):
+    return {"matchExpressions": [dict(key=k, operator=op, **({"values": list(v)} if v else {}))
+                                 for k, op, *v in exprs]}
+
+
+def term(selector, key, namespaces=None, namespace_selector=None):
+    t = {"labelSelector": selector, "topologyKey": key}
+    if namespaces:
+        t["namespaces"] = namespaces
+    if namespace_selector is not None:
+        t["namespaceSelector"] = namespace_selector
+    return t
+
+
+def weighted(weight, t):
+    return {"weight": weight, "podAffinityTerm": t}
+
+
+def affinity(required=(), preferred=(), anti_required=(), anti_preferred=()):
+    out = {}
+    if required or preferred:
+        out["podAffinity"] = {k: list(v) for k, v in (("requiredDuringSchedulingIgnoredDuringExecution", required),
+                                                       ("preferredDuringSchedulingIgnoredDuringExecution", preferred))
+                              if v}
+    if anti_required or anti_preferred:
+        out["podAntiAffinity"] = {k: list(v) for k, v in
+                                  (("requiredDuringSchedulingIgnoredDuringExecution", anti_required),
+                                   ("preferredDuringSchedulingIgnoredDuringExecution", anti_preferred)) if v}
+    return out
+
+
+STAY_S1_REGION = affinity(preferred=[weighted(5, term(sel(("security", "In", "S1")), "region"))])
+STAY_S2_REGION = affinity(preferred=[weighted(6, term(sel(("security", "In", "S2")), "region"))])
+AFFINITY3 = affinity(preferred=[
+    weighted(8, term(sel(("security", "NotIn", "S1"), ("security", "In", "S2")), "region")),
+    weighted(2, term(sel(("security", "Exists"), ("wrongkey", "DoesNotExist")), "region"))])
+HARD_AFFINITY = affinity(required=[term(sel(("security", "In", "S1", "value2")), "region"),
+                                   term(sel(("security", "Exists"), ("wrongkey", "DoesNotExist")), "region")])
+AWAY_S1_AZ = affinity(anti_preferred=[weighted(5, term(sel(("security", "In", "S1")), "az"))])
+AWAY_S2_AZ = affinity(anti_preferred=[weighted(5, term(sel(("security", "In", "S2")), "az"))])
+STAY_S1_AWAY_S2 = affinity(preferred=[weighted(8, term(sel(("security", "In", "S1")), "region"))],
+                           anti_preferred=[weighted(5, term(sel(("security", "In", "S2")), "az"))])
+NS_SELECTOR = sel(("team", "In", "team1"))
+AFFINITY_NS = affinity(preferred=[weighted(5, term(sel(("security", "In", "S1")), "region", ["subteam2.team2"],
+                                                   NS_SELECTOR))])
+ANTI_AFFINITY_NS = affinity(anti_preferred=[weighted(5, term(sel(("security", "In", "S1")), "region",
+                                                             ["subteam2.team2"], NS_SELECTOR))])
+
+
+def build(node_labels, pods):
+    """node_labels: [labels per node]; pods: [(node index, kwargs for make_pod)]."""
+    nodes = [make_node(f"node{i + 1}", labels=lab) for i, lab in enumerate(node_labels)]
+    for j, (i, kwargs) in enumerate(pods):
+        place(nodes[i], make_pod(f"e{j}", **kwargs))
+    return nodes
+
+
+SCORE_CASES = [
+    ("no affinity anywhere", dict(labels=S1), [CHINA, INDIA, AZ1], [], None),
+    ("matching pods in the region", dict(labels=S1, affinity=STAY_S1_REGION), [CHINA, INDIA, AZ1],
+     [(0, dict(labels=S1)), (1, dict(labels=S2)), (2, dict(labels=S1))], [100, 0, 0]),
+    ("same region value scores the same", dict(affinity=STAY_S1_REGION), [CHINA, CHINA_AZ1, INDIA],
+     [(0, dict(labels=S1))], [100, 100, 0]),
+    ("more matches, higher score", dict(labels=S1, affinity=STAY_S2_REGION), [CHINA, INDIA, CHINA, CHINA, INDIA],
+     [(0, dict(labels=S2)), (0, dict(labels=S2)), (1, dict(labels=S2)), (2, dict(labels=S2)),
+      (3, dict(labels=S2)), (4, dict(labels=S2))], [100, 0, 100, 100, 0]),
+    ("operators and partial matches", dict(labels=S1, affinity=AFFINITY3), [CHINA, INDIA, AZ1],
+     [(0, dict(labels=S1)), (1, dict(labels=S2)), (2, dict(labels=S1))], [20, 100, 0]),
+    ("symmetry of existing preferred terms", dict(labels=S2), [CHINA, INDIA, AZ1],
+     [(0, dict(labels=S1, affinity=STAY_S1_REGION)), (1, dict(labels=S2, affinity=STAY_S2_REGION))], [0, 100, 0]),
+    ("symmetry with namespace selector", dict(labels=S1, namespace="subteam1.team1"), [CHINA, INDIA, AZ1],
+     [(0, dict(labels=S1, affinity=AFFINITY_NS)), (1, dict(labels=S2, affinity=STAY_S2_REGION))], [100, 0, 0]),
+    ("anti-affinity symmetry with namespace selector", dict(labels=S1, namespace="subteam1.team1"),
+     [CHINA, INDIA, AZ1],
+     [(0, dict(labels=S1, affinity=ANTI_AFFINITY_NS)), (1, dict(labels=S2, affinity=STAY_S2_REGION))], [0, 100, 100]),
+    ("symmetry of existing required terms (hardPodAffinityWeight)", dict(labels=S1), [CHINA, INDIA, AZ1],
+     [(0, dict(labels=S1, affinity=HARD_AFFINITY)), (1, dict(labels=S2, affinity=HARD_AFFINITY))], [100, 100, 0]),
+    ("anti-affinity: no matching pods is best", dict(labels=S1, affinity=AWAY_S1_AZ), [AZ1, CHINA],
+     [(0, dict(labels=S1)), (1, dict(labels=S2))], [0, 100]),
+    ("anti-affinity: topology key missing is best", dict(labels=S1, affinity=AWAY_S1_AZ), [AZ1, CHINA],
+     [(0, dict(labels=S1)), (1, dict(labels=S1))], [0, 100]),
+    ("anti-affinity symmetry", dict(labels=S2), [AZ1, {"az": "az2"}],
+     [(0, dict(labels=S1, affinity=AWAY_S2_AZ)), (1, dict(labels=S2, affinity=AWAY_S1_AZ))], [0, 100]),
+    ("affinity and anti-affinity", dict(labels=S1, affinity=STAY_S1_AWAY_S2), [CHINA, AZ1],
+     [(0, dict(labels=S1)), (1, dict(labels=S1))], [100, 0]),
+    ("affinity, anti-affinity and symmetry", dict(labels=S1, affinity=STAY_S1_AWAY_S2),
+     [CHINA, AZ1, INDIA, {"az": "az2"}],
+     [(0, dict(labels=S1)), (1, dict(labels=S2)), (2, dict(affinity=STAY_S1_AWAY_S2)), (3, dict(affinity=AWAY_S1_AZ))],
+     [100, 0, 100, 0]),
+    ("pods matching the namespace selector", dict(labels=S1, namespace="subteam1.team1", affinity=AFFINITY_NS),
+     [CHINA, INDIA],
+     [(0, dict(labels=S1, namespace="subteam1.team1")), (0, dict(labels=S1, namespace="subteam1.team1")),
+      (0, dict(labels=S1, namespace="subteam1.team2")), (1, dict(labels=S1, namespace="subteam2.team1"))], [100, 0]),
+]
+
+
+@pytest.mark.parametrize("name, pod_kwargs, node_labels, pods, want", SCORE_CASES, ids=[c[0] for c in SCORE_CASES])
+def test_score(name, pod_kwargs, node_labels, pods, want):
+    nodes = build(node_labels, pods)
+    handle = FakeHandle(nodes, objects={"namespaces": NAMESPACES})
+    assert run_scores(InterPodAffinity(None, handle), make_pod("p", **pod_kwargs), nodes) == want
+
+
+def test_hard_pod_affinity_weight_zero_ignores_existing_required_terms():
+    nodes = build([CHINA, INDIA, AZ1], [(0, dict(labels=S1, affinity=HARD_AFFINITY)),
+                                        (1, dict(labels=S2, affinity=HARD_AFFINITY))])
+    plugin = InterPodAffinity({"hardPodAffinityWeight": 0}, FakeHandle(nodes))
+    assert run_scores(plugin, make_pod("p", labels=S1), nodes) is None
+
+
+def test_ignore_preferred_terms_of_existing_pods_skips_pods_without_terms():
+    nodes = build([CHINA, INDIA], [(0, dict(labels=S1, affinity=STAY_S1_REGION))])
+    plugin = InterPodAffinity({"ignorePreferredTermsOfExistingPods": True}, FakeHandle(nodes))
+    assert run_scores(plugin, make_pod("p", labels=S1), nodes) is None
+
+
+# --- Filter ---------------------------------------------------------------------------
+
+def filter_all(pod, nodes, objects=None):
+    plugin = InterPodAffinity(None, FakeHandle(nodes, objects=objects or {"namespaces": NAMESPACES}))
+    state = CycleState()
+    _, status = plugin.pre_filter(state, pod, nodes)
+    if status is not None and status.is_skip():
+        return "skip"
+    assert status is None, status
+    return [code_and_reasons(plugin.filter(state, pod, n)) for n in nodes]
+
+
+REQ_S1_REGION = affinity(required=[term(sel(("security", "In", "S1")), "region")])
+ANTI_S1_HOST = affinity(anti_required=[term(sel(("security", "In", "S1")), HOST)])
+
+
+def test_filter_skips_pods_without_terms_when_no_existing_anti_affinity():
+    assert filter_all(make_pod(labels=S1), build([CHINA], [(0, dict(labels=S1))])) == "skip"
+
+
+def test_filter_required_affinity():
+    nodes = build([CHINA, dict(CHINA, az="x"), INDIA, AZ1], [(0, dict(labels=S1))])
+    assert filter_all(make_pod(affinity=REQ_S1_REGION), nodes) == [None, None, AFFINITY_REJECTED, AFFINITY_REJECTED]
+
+
+def test_filter_required_affinity_first_pod_of_the_group():
+    # No pod matches anywhere, but the pod matches its own term: any node with the key fits.
+    nodes = build([CHINA, INDIA, AZ1], [])
+    assert filter_all(make_pod(labels=S1, affinity=REQ_S1_REGION), nodes) == [None, None, AFFINITY_REJECTED]
+    assert filter_all(make_pod(labels=S2, affinity=REQ_S1_REGION), nodes) == [AFFINITY_REJECTED] * 3
+
+
+def test_filter_required_affinity_in_other_namespace_does_not_count():
+    nodes = build([CHINA, INDIA], [(0, dict(labels=S1, namespace="other"))])
+    # no match in the pod's namespace, and the pod itself does not match (S2)
+    assert filter_all(make_pod(labels=S2, affinity=REQ_S1_REGION), nodes) == [AFFINITY_REJECTED] * 2
+
+
+def test_filter_required_affinity_with_namespaces():
+    req = affinity(required=[term(sel(("security", "In", "S1")), "region", namespaces=["other"])])
+    nodes = build([CHINA, INDIA], [(0, dict(labels=S1, namespace="other"))])
+    assert filter_all(make_pod(labels=S2, affinity=req), nodes) == [None, AFFINITY_REJECTED]
+
+
+def test_filter_required_affinity_with_namespace_selector():
+    req = affinity(required=[term(sel(("security", "In", "S1")), "region", namespace_selector=NS_SELECTOR)])
+    nodes = build([CHINA, INDIA], [(0, dict(labels=S1, namespace="subteam2.team1")),
+                                   (1, dict(labels=S1, namespace="subteam1.team2"))])
+    assert filter_all(make_pod(labels=S2, affinity=req), nodes) == [None, AFFINITY_REJECTED]
+    everywhere = affinity(required=[term(sel(("security", "In", "S1")), "region", namespace_selector={})])
+    assert filter_all(make_pod(labels=S2, affinity=everywhere), nodes) == [None, None]
+
+
+def test_filter_required_anti_affinity():
+    nodes = build([{HOST: "node1"}, {HOST: "node2"}], [(0, dict(labels=S1))])
+    assert filter_all(make_pod(affinity=ANTI_S1_HOST), nodes) == [ANTI_REJECTED, None]
+
+
+def test_filter_existing_pods_anti_affinity():
+    nodes = build([dict(CHINA, **{HOST: "node1"}), dict(CHINA, **{HOST: "node2"}), dict(INDIA, **{HOST: "node3"})],
+                  [(0, dict(labels=S2, affinity=affinity(anti_required=[term(sel(("security", "In", "S1")),
+                                                                                  "region")])))])
+    assert filter_all(make_pod(labels=S1), nodes) == [EXISTING_REJECTED, EXISTING_REJECTED, None]
+    assert filter_all(make_pod(labels=S2), nodes) == "skip"
+
+
+def test_filter_anti_affinity_with_both_sides():
+    nodes = build([{HOST: "node1"}, {HOST: "node2"}], [(0, dict(labels=S1, affinity=ANTI_S1_HOST))])
+    # the pod's own anti-affinity is checked before the existing pod's
+    assert filter_all(make_pod(labels=S1, affinity=ANTI_S1_HOST), nodes) == [ANTI_REJECTED, None]
+
+
+def test_pre_filter_rejects_an_unparsable_term():
+    bad = affinity(required=[term(sel(("security", "Bogus", "S1")), "region")])
+    plugin = InterPodAffinity(None, FakeHandle([]))
+    _, status = plugin.pre_filter(CycleState(), make_pod(affinity=bad), [])
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.message().startswith("parsing pod: ")
+
+
+def test_pre_filter_extensions_follow_added_and_removed_pods():
+    nodes = build([{HOST: "node1"}, {HOST: "node2"}], [(0, dict(labels=S1, affinity=ANTI_S1_HOST))])
+    plugin = InterPodAffinity(None, FakeHandle(nodes))
+    pod = make_pod(labels=S1)
+    state = CycleState()
+    plugin.pre_filter(state, pod, nodes)
+    assert code_and_reasons(plugin.filter(state, pod, nodes[0])) == EXISTING_REJECTED
+    clone = state.clone()
+    existing = next(iter(nodes[0].pods.values()))
+    plugin.remove_pod(clone, pod, existing, nodes[0])
+    assert plugin.filter(clone, pod, nodes[0]) is None
+    plugin.add_pod(clone, pod, existing, nodes[1])
+    assert code_and_reasons(plugin.filter(clone, pod, nodes[1])) == EXISTING_REJECTED
+    assert code_and_reasons(plugin.filter(state, pod, nodes[0])) == EXISTING_REJECTED
+
+
+@pytest.mark.parametrize("args, field", [
+    ({"hardPodAffinityWeight": 101}, "hardPodAffinityWeight"),
+    ({"hardPodAffinityWeight": -1}, "hardPodAffinityWeight"),
+    ({"ignorePreferredTermsOfExistingPods": "yes"}, "ignorePreferredTermsOfExistingPods"),
+    ({"hardPodAfinityWeight": 1}, "hardPodAfinityWeight"),
+])
+def test_args_validation(args, field):
+    with pytest.raises(PluginArgsError) as err:
+        InterPodAffinity(args, FakeHandle())
+    assert err.value.field == field

@@ -1,0 +1,284 @@
+import pytest
+from plugin_builders import FakeHandle, code_and_reasons, make_node, make_pod, place, run_scores
+
+from kubesched.framework.interface import Code, CycleState, PluginArgsError
+from kubesched.framework.types import Taint
+from kubesched.plugins.pod_topology_spread import PodTopologySpread
+
+HOST = "kubernetes.io/hostname"
+FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
+SKEWED = (Code.UNSCHEDULABLE, ("node(s) didn't match pod topology spread constraints",))
+MISSING = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+           ("node(s) didn't match pod topology spread constraints (missing required label)",))
+
+
+def spread(max_skew, key, action, selector=FOO, **extra):
+    c = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": action}
+    if selector is not None:
+        c["labelSelector"] = selector
+    c.update(extra)
+    return c
+
+
+def cluster(layout, labels_of=None):
+    """layout: {node: [pod label dicts]}; node labels: hostname, plus zone from labels_of."""
+    nodes = []
+    for name, pods in layout.items():
+        labels = {HOST: name}
+        labels.update((labels_of or {}).get(name, {}))
+        node = make_node(name, labels=labels)
+        place(node, *[make_pod(f"{name}-{i}", labels=lab) for i, lab in enumerate(pods)])
+        nodes.append(node)
+    return nodes
+
+
+def scores(pod, nodes, failed=(), args=None, objects=None):
+    handle = FakeHandle(list(nodes) + list(failed), objects=objects)
+    return run_scores(PodTopologySpread(args, handle), pod, list(nodes))
+
+
+F = {"foo": ""}
+FB = {"foo": "", "bar": ""}
+
+
+def test_score_one_constraint_on_node():
+    pod = make_pod(labels=F, tsc=[spread(1, HOST, "ScheduleAnyway")])
+    nodes = cluster({"node-a": [F, F], "node-b": [F], "node-c": [], "node-d": [F, F, F]})
+    assert scores(pod, nodes) == [20, 60, 100, 0]
+
+
+@pytest.mark.parametrize("max_skew, want", [(2, [33, 66, 100, 16]), (3, [44, 66, 77, 100])])
+def test_score_max_skew(max_skew, want):
+    pod = make_pod(labels=F, tsc=[spread(max_skew, HOST, "ScheduleAnyway")])
+    layout = {"node-a": [F, F], "node-b": [F], "node-c": [], "node-d": [F, F, F]} if max_skew == 2 else \
+        {"node-a": [F] * 4, "node-b": [F] * 3, "node-c": [F] * 2, "node-d": [F]}
+    assert scores(pod, cluster(layout)) == want
+
+
+def test_score_null_selector_matches_nothing():
+    pod = make_pod(labels=F, tsc=[spread(1, HOST, "ScheduleAnyway", selector=None)])
+    assert scores(pod, cluster({"node-a": [F, F], "node-b": [F], "node-c": [], "node-d": [F]})) == [100] * 4
+
+
+def test_score_no_existing_pods_and_same_counts():
+    pod = make_pod(labels=F, tsc=[spread(1, HOST, "ScheduleAnyway")])
+    assert scores(pod, cluster({"node-a": [], "node-b": []})) == [100, 100]
+    assert scores(pod, cluster({"node-a": [F], "node-b": [F]})) == [100, 100]
+
+
+def test_score_three_of_four_candidates():
+    pod = make_pod(labels=F, tsc=[spread(1, HOST, "ScheduleAnyway")])
+    nodes = cluster({"node-a": [F] * 4, "node-b": [F] * 2, "node-x": [F], "node-y": [F] * 3})
+    assert scores(pod, nodes[:3], failed=nodes[3:]) == [33, 83, 100]
+
+
+def test_score_node_without_topology_key_scores_zero():
+    pod = make_pod(labels=F, tsc=[spread(1, HOST, "ScheduleAnyway")])
+    nodes = cluster({"node-a": [F] * 4, "node-b": [F] * 2, "node-x": [F], "node-y": [F] * 3})
+    nodes[1].labels = {"n": "node-b"}
+    assert scores(pod, nodes[:3], failed=nodes[3:]) == [16, 0, 100]
+
+
+def test_score_zone_constraint():
+    zones = {"node-a": {"zone": "zone1"}, "node-b": {"zone": "zone1"}, "node-x": {"zone": "zone2"},
+             "node-y": {"zone": "zone2"}}
+    pod = make_pod(labels=F, tsc=[spread(1, "zone", "ScheduleAnyway")])
+    nodes = cluster({"node-a": [F] * 4, "node-b": [F] * 2, "node-x": [F], "node-y": [F] * 3}, zones)
+    assert scores(pod, nodes[:3], failed=nodes[3:]) == [75, 75, 100]
+
+
+def test_score_zone_and_node_constraints():
+    zones = {"node-a": {"zone": "zone1"}, "node-b": {"zone": "zone1"}, "node-x": {"zone": "zone2"},
+             "node-y": {"zone": "zone2"}}
+    pod = make_pod(labels=F, tsc=[spread(1, "zone", "ScheduleAnyway"), spread(1, HOST, "ScheduleAnyway")])
+    nodes = cluster({"node-a": [F] * 2, "node-b": [F], "node-x": [F] * 2, "node-y": [F] * 4}, zones)
+    assert scores(pod, [nodes[0], nodes[2]], failed=[nodes[1], nodes[3]]) == [100, 63]
+
+
+def test_score_two_zone_constraints_with_different_selectors():
+    zones = {"node-a": {"zone": "zone1"}, "node-b": {"zone": "zone1"}, "node-x": {"zone": "zone2"},
+             "node-y": {"zone": "zone2"}}
+    nodes = []
+    for name, pods in {"node-a": [FB, F], "node-b": [FB], "node-x": [], "node-y": [F, FB, F]}.items():
+        node = make_node(name, labels=zones[name])
+        place(node, *[make_pod(f"{name}-{i}", labels=lab) for i, lab in enumerate(pods)])
+        nodes.append(node)
+    pod = make_pod(labels=FB, tsc=[spread(1, "zone", "ScheduleAnyway"),
+                                   spread(1, "zone", "ScheduleAnyway", selector=BAR)])
+    assert scores(pod, [nodes[0], nodes[2]], failed=[nodes[1], nodes[3]]) == [85, 100]
+
+
+def test_score_other_namespaces_and_terminating_pods_do_not_count():
+    pod = make_pod(labels=F, tsc=[spread(1, HOST, "ScheduleAnyway")])
+    a, b = make_node("node-a", labels={HOST: "node-a"}), make_node("node-b", labels={HOST: "node-b"})
+    place(a, make_pod("a1", labels=F, namespace="ns1"), make_pod("a2", labels=F, deleting=True))
+    place(b, make_pod("b1", labels=F))
+    assert scores(pod, [a, b]) == [100, 0]
+
+
+def test_score_system_defaulting_uses_services():
+    pod = make_pod("p", labels=F)
+    nodes = cluster({"node-a": [F] * 4, "node-b": [F] * 3, "node-c": [F] * 2, "node-d": [F]})
+    service = {"metadata": {"name": "svc", "namespace": "default"}, "spec": {"selector": {"foo": ""}}}
+    assert scores(pod, nodes, objects={"services": [service]}) == [44, 66, 77, 100]
+
+
+def test_score_system_defaulting_without_services_or_controller_skips():
+    assert scores(make_pod("p", labels=F), cluster({"node-a": [F], "node-b": []})) is None
+
+
+def test_score_system_defaulting_uses_the_replicaset_selector():
+    rs = {"metadata": {"name": "rs", "namespace": "default"}, "spec": {"selector": {"matchLabels": {"app": "web"}}}}
+    web = {"app": "web"}
+    pod = make_pod("p", labels=web, owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs"})
+    nodes = cluster({"node-a": [web, web], "node-b": [web], "node-c": [F]})
+    got = scores(pod, nodes, objects={"replicasets": [rs]})
+    assert got[2] == 100 and got[0] < got[1] < got[2]
+
+
+def test_score_skips_without_soft_constraints():
+    pod = make_pod(labels=F, tsc=[spread(1, HOST, "DoNotSchedule")])
+    assert scores(pod, cluster({"node-a": []})) is None
+
+
+def test_score_list_defaulting_requires_all_topology_keys():
+    args = {"defaultingType": "List", "defaultConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}
+    service = {"metadata": {"name": "svc", "namespace": "default"}, "spec": {"selector": {"foo": ""}}}
+    zones = {"node-a": {"zone": "z1"}, "node-b": {"zone": "z2"}}
+    nodes = cluster({"node-a": [F, F], "node-b": [], "node-c": []}, zones)
+    assert scores(make_pod("p", labels=F), nodes, args=args, objects={"services": [service]}) == [0, 100, 0]
+
+
+# --- Filter ---------------------------------------------------------------------------
+
+def run_all_filters(pod, nodes):
+    handle = FakeHandle(nodes)
+    plugin = PodTopologySpread(None, handle)
+    state = CycleState()
+    _, status = plugin.pre_filter(state, pod, nodes)
+    if status is not None and status.is_skip():
+        return ["skip"]
+    assert status is None
+    return [code_and_reasons(plugin.filter(state, pod, n)) for n in nodes]
+
+
+ZONES = {"node-a": {"zone": "zone1"}, "node-b": {"zone": "zone1"}, "node-x": {"zone": "zone2"},
+         "node-y": {"zone": "zone2"}}
+
+
+def test_filter_zone_max_skew():
+    pod = make_pod(labels=F, tsc=[spread(1, "zone", "DoNotSchedule")])
+    nodes = cluster({"node-a": [F], "node-b": [F], "node-x": [F], "node-y": []}, ZONES)
+    # zone1: 2, zone2: 1 -> placing in zone1 makes skew 3-1=2 > 1
+    assert run_all_filters(pod, nodes) == [SKEWED, SKEWED, None, None]
+
+
+def test_filter_pod_not_matching_its_own_selector():
+    pod = make_pod(labels={"other": ""}, tsc=[spread(1, "zone", "DoNotSchedule")])
+    nodes = cluster({"node-a": [F], "node-b": [F], "node-x": [F], "node-y": []}, ZONES)
+    # self-match is 0: zone1 skew 2-1=1 is allowed
+    assert run_all_filters(pod, nodes) == [None] * 4
+
+
+def test_filter_missing_topology_label():
+    pod = make_pod(labels=F, tsc=[spread(1, "zone", "DoNotSchedule")])
+    nodes = cluster({"node-a": [], "node-z": []}, {"node-a": {"zone": "zone1"}})
+    assert run_all_filters(pod, nodes) == [None, MISSING]
+
+
+def test_filter_hostname_spread():
+    pod = make_pod(labels=F, tsc=[spread(1, HOST, "DoNotSchedule")])
+    nodes = cluster({"node-a": [F, F], "node-b": [F], "node-c": []})
+    assert run_all_filters(pod, nodes) == [SKEWED, SKEWED, None]
+
+
+def test_filter_min_domains_counts_missing_domains_as_empty():
+    pod = make_pod(labels=F, tsc=[spread(1, "zone", "DoNotSchedule", minDomains=3)])
+    nodes = cluster({"node-a": [F], "node-x": []}, ZONES)
+    # two domains < minDomains 3: global minimum is 0, so zone1 (1+1) is too skewed, zone2 (0+1) fits
+    assert run_all_filters(pod, nodes) == [SKEWED, None]
+    pod = make_pod(labels=F, tsc=[spread(1, "zone", "DoNotSchedule", minDomains=2)])
+    assert run_all_filters(pod, nodes) == [SKEWED, None]
+    pod = make_pod(labels=F, tsc=[spread(2, "zone", "DoNotSchedule", minDomains=3)])
+    assert run_all_filters(pod, nodes) == [None, None]
+
+
+def test_filter_node_affinity_policy():
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["zone1"]}]}]}}}
+    nodes = cluster({"node-a": [F], "node-x": []}, ZONES)
+    honored = make_pod(labels=F, affinity=affinity, tsc=[spread(1, "zone", "DoNotSchedule")])
+    # zone2 is excluded from the domains: zone1 is the only (and least loaded) domain
+    assert run_all_filters(honored, nodes)[0] is None
+    ignored = make_pod(labels=F, affinity=affinity,
+                       tsc=[spread(1, "zone", "DoNotSchedule", nodeAffinityPolicy="Ignore")])
+    assert run_all_filters(ignored, nodes)[0] == SKEWED
+
+
+def test_filter_node_taints_policy():
+    nodes = cluster({"node-a": [F], "node-x": []}, ZONES)
+    nodes[1].taints = [Taint("t", "", "NoSchedule")]
+    honored = make_pod(labels=F, tsc=[spread(1, "zone", "DoNotSchedule", nodeTaintsPolicy="Honor")])
+    assert run_all_filters(honored, nodes)[0] is None
+    ignored = make_pod(labels=F, tsc=[spread(1, "zone", "DoNotSchedule")])
+    assert run_all_filters(ignored, nodes)[0] == SKEWED
+
+
+def test_filter_match_label_keys():
+    pod = make_pod(labels={"foo": "", "rev": "2"}, tsc=[spread(1, HOST, "DoNotSchedule", matchLabelKeys=["rev"])])
+    nodes = cluster({"node-a": [{"foo": "", "rev": "1"}] * 3, "node-b": [{"foo": "", "rev": "2"}]})
+    # only rev=2 pods count: node-a 0, node-b 1
+    assert run_all_filters(pod, nodes) == [None, SKEWED]
+
+
+def test_filter_skips_without_hard_constraints():
+    assert run_all_filters(make_pod(labels=F), cluster({"node-a": []})) == ["skip"]
+    pod = make_pod(labels=F, tsc=[spread(1, HOST, "ScheduleAnyway")])
+    assert run_all_filters(pod, cluster({"node-a": []})) == ["skip"]
+
+
+def test_pre_filter_extensions_track_added_and_removed_pods():
+    pod = make_pod(labels=F, tsc=[spread(1, HOST, "DoNotSchedule")])
+    nodes = cluster({"node-a": [F], "node-b": []})
+    plugin = PodTopologySpread(None, FakeHandle(nodes))
+    state = CycleState()
+    plugin.pre_filter(state, pod, nodes)
+    assert code_and_reasons(plugin.filter(state, pod, nodes[0])) == SKEWED
+    victim = next(iter(nodes[0].pods.values()))
+    clone = state.clone()
+    plugin.remove_pod(clone, pod, victim, nodes[0])
+    assert plugin.filter(clone, pod, nodes[0]) is None
+    plugin.add_pod(clone, pod, make_pod("new", labels=F), nodes[1])
+    assert plugin.filter(clone, pod, nodes[1]) is not None
+    # the original state is untouched by the clone's updates
+    assert code_and_reasons(plugin.filter(state, pod, nodes[0])) == SKEWED
+
+
+@pytest.mark.parametrize("args, field, message", [
+    ({"defaultingType": "Bogus"}, "defaultingType", "Unsupported value"),
+    ({"defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
+     "defaultingType", "when .defaultConstraints are not empty"),
+    ({"defaultingType": "List", "defaultConstraints": [
+        {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
+     "defaultConstraints[0].maxSkew", "not in valid range (0, inf)"),
+    ({"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}]},
+     "defaultConstraints[0].topologyKey", "can not be empty"),
+    ({"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone"}]},
+     "defaultConstraints[0].whenUnsatisfiable", "can not be empty"),
+    ({"defaultingType": "List", "defaultConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"}]},
+     "defaultConstraints[0].whenUnsatisfiable", "Unsupported value"),
+    ({"defaultingType": "List", "defaultConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}}]},
+     "defaultConstraints[0].labelSelector", "must not define a selector"),
+    ({"defaultingType": "List", "defaultConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+        {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
+     "defaultConstraints[1]", "Duplicate value"),
+])
+def test_args_validation(args, field, message):
+    with pytest.raises(PluginArgsError) as err:
+        PodTopologySpread(args, FakeHandle())
+    assert err.value.field == field and message in err.value.message
