@@ -116,8 +116,7 @@ start_etcd() {
     --initial-cluster "lab=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --quota-backend-bytes 8589934592 \
     --log-level warn </dev/null >"$LAB/etcd.log" 2>&1 &
   echo $! >"$LAB/etcd.pid"
-  local i
-  for i in $(seq 1 50); do
+  for _ in $(seq 1 50); do
     curl -fsS --max-time 1 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1 && return 0
     pid_alive etcd || { tail -20 "$LAB/etcd.log" >&2; die "etcd exited at start-up (log above, full log $LAB/etcd.log)"; }
     sleep 0.2
@@ -149,8 +148,7 @@ start_apiserver() {
 }
 
 wait_ready() {
-  local i
-  for i in $(seq 1 300); do
+  for _ in $(seq 1 300); do
     readyz && return 0
     pid_alive kube-apiserver || { tail -20 "$LAB/kube-apiserver.log" >&2; die "kube-apiserver exited at start-up (log above, full log $LAB/kube-apiserver.log)"; }
     sleep 0.2
@@ -159,12 +157,12 @@ wait_ready() {
 }
 
 stop_one() {
-  local name=$1 pid i
+  local name=$1 pid
   [ -f "$LAB/$name.pid" ] || return 0
   pid=$(cat "$LAB/$name.pid")
   if kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   fi
   rm -f "$LAB/$name.pid"

@@ -2,7 +2,7 @@
 # One-command setup, idempotent and quick when nothing changed:
 #   the .venv with the Python dependencies and kubesched, the collection visible to Ansible,
 #   a Docker engine, the container-master base image and the Kubernetes binaries.
-# Each step can be run alone: setup.sh venv|collection|docker|image|binaries|all
+# Each step can be run alone: setup.sh tools|venv|collection|docker|image|binaries|all
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=$ROOT/.venv
@@ -41,6 +41,19 @@ step_venv() {
   echo "$want" >"$stamp"
 }
 
+step_tools() {
+  # openssl and ss for the lab, debootstrap for the image, shellcheck for sanity.
+  local missing=() tool
+  for tool in openssl ss curl debootstrap shellcheck flock; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ "$(id -u)" = 0 ] || die "missing tools: ${missing[*]}. Install them: sudo apt-get install openssl iproute2 curl debootstrap shellcheck util-linux"
+  log "installing ${missing[*]} from apt"
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl iproute2 curl debootstrap shellcheck util-linux) \
+    >/tmp/kubesched-apt.log 2>&1 || { tail -20 /tmp/kubesched-apt.log >&2; die "apt-get install failed (log above); check access to the Debian mirror."; }
+}
+
 step_collection() {
   # Ansible finds kubesched.scheduler through ANSIBLE_COLLECTIONS_PATH=$ROOT.
   mkdir -p "$ROOT/ansible_collections/kubesched"
@@ -65,8 +78,7 @@ step_docker() {
       log "starting dockerd in the background (log /var/log/kubesched-dockerd.log)"
       setsid dockerd >/var/log/kubesched-dockerd.log 2>&1 </dev/null &
     fi
-    local i
-    for i in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
+    for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
     die "dockerd did not come up within 30 s; see /var/log/kubesched-dockerd.log"
   fi
 }
@@ -81,6 +93,7 @@ case "${1:-all}" in
   docker) step_docker ;;
   image) step_docker; step_image ;;
   binaries) step_binaries ;;
-  all) step_venv; step_collection; step_docker; step_image; step_binaries ;;
-  *) die "unknown step '$1' (venv, collection, docker, image, binaries, all)" ;;
+  tools) step_tools ;;
+  all) step_tools; step_venv; step_collection; step_docker; step_image; step_binaries ;;
+  *) die "unknown step '$1' (tools, venv, collection, docker, image, binaries, all)" ;;
 esac

@@ -3,7 +3,7 @@
 # first and goes down at the end, also when a step fails. Prints a summary of the stages.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 STAGES=${TEST_STAGES:-lint sanity unit integration molecule}
 started_lab=0
 

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The offline bundle for masters that reach no package index (the lab's containers, and
+# air-gapped hosts):
+#   ~/.cache/kubesched/wheelhouse   kubesched's wheel, built from this checkout, with every
+#                                   dependency and setuptools (to rebuild it offline)
+#   ~/.cache/kubesched/debs         python3-cryptography and what it needs from Debian, for
+#                                   making keys and CSRs on the masters
+# Safe to run again: what is present is kept; prints "fetched" when it had to download.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${KUBESCHED_CACHE:-$HOME/.cache/kubesched}
+WHEELS=$CACHE/wheelhouse
+DEBS=$CACHE/debs
+PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
+DEB_PACKAGES=(python3-cryptography python3-cffi-backend)
+
+die() { printf 'wheelhouse: ERROR: %s\n' "$*" >&2; exit 1; }
+[ -x "$PYTHON" ] || die "$PYTHON is missing; run 'make setup' first."
+mkdir -p "$WHEELS" "$DEBS"
+
+# Same flags as the scheduler role: offline first, the index only for what is missing.
+export SOURCE_DATE_EPOCH=315532800
+if ! "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --no-index --find-links "$WHEELS" \
+     --wheel-dir "$WHEELS" "$ROOT" setuptools 2>/dev/null; then
+  "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --find-links "$WHEELS" \
+    --wheel-dir "$WHEELS" "$ROOT" setuptools || die "pip could not build the wheelhouse; is PyPI reachable?"
+  echo "wheelhouse: fetched the dependencies into $WHEELS"
+fi
+
+missing=()
+for pkg in "${DEB_PACKAGES[@]}"; do
+  compgen -G "$DEBS/${pkg}_*.deb" >/dev/null || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  (cd "$DEBS" && apt-get download -qq "${missing[@]}" 2>/dev/null) ||
+    die "apt-get download ${missing[*]} failed; run 'apt-get update' and retry."
+  echo "wheelhouse: fetched ${missing[*]} into $DEBS"
+fi
+echo "wheelhouse: $(ls "$WHEELS"/*.whl | wc -l) wheels in $WHEELS, $(ls "$DEBS"/*.deb | wc -l) packages in $DEBS"
