@@ -1,0 +1,271 @@
+import pytest
+from plugin_builders import FakeHandle, make_node, make_pod, place
+
+from kubesched.framework.interface import Code, CycleState, PluginArgsError, Status
+from kubesched.plugins.default_preemption import (
+    DefaultPreemption,
+    filter_victims_with_pdb_violation,
+)
+from kubesched.plugins.node_ports import NodePorts
+from kubesched.plugins.node_resources_fit import NodeResourcesFit
+
+U = Code.UNSCHEDULABLE
+UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+def low(name, priority, cpu="1", start="2026-01-01T00:00:00Z", **kw):
+    return make_pod(name, priority=priority, reqs=[{"cpu": cpu}], start_time=start, **kw)
+
+
+def setup(node_pods, *, pdbs=(), args=None, filters=None, node_cpu="2"):
+    """node_pods: {node name: [pods]}; returns (plugin, handle, nodes)."""
+    nodes = [place(make_node(name, cpu=node_cpu, memory="1Gi", pods=10), *pods) for name, pods in node_pods.items()]
+    handle = FakeHandle(nodes, pdbs=list(pdbs))
+    handle.filters = filters if filters is not None else [NodeResourcesFit(None, handle)]
+    plugin = DefaultPreemption(args, handle)
+    plugin.random_offset = lambda n: 0
+    plugin.clock = lambda: 2_000_000_000.0
+    return plugin, handle, nodes
+
+
+def preempt(plugin, handle, pod, statuses=None):
+    """Run the cycle's PreFilter and Filter as the runtime would, then PostFilter."""
+    state = CycleState()
+    assert handle.run_pre_filters(state, pod) is None
+    if statuses is None:
+        statuses = {}
+        for node in handle.snapshot().node_info_list:
+            status = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
+            assert status is not None, f"{node.name} fits; preemption test needs a full cluster"
+            statuses[node.name] = status
+    return plugin.post_filter(state, pod, statuses)
+
+
+def deleted(handle):
+    return [c[2] for c in handle.client.calls if c[0] == "delete"]
+
+
+def test_evicts_only_what_is_needed_lowest_priority_first():
+    plugin, handle, _ = setup({"node1": [low("p1", 1), low("p2", 2)]})
+    nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    assert nominated == "node1"
+    assert status.code == Code.SUCCESS
+    assert status.message() == "preemption: found a potential placement for pod on node node1, preempting 1 victims"
+    assert deleted(handle) == ["p1"]
+
+
+def test_victim_gets_disruption_target_then_is_deleted_and_an_event():
+    plugin, handle, _ = setup({"node1": [low("p1", 1, cpu="2")]})
+    pod = make_pod("hi", priority=10, reqs=[{"cpu": "1"}], uid="uid-hi")
+    preempt(plugin, handle, pod)
+    patch, delete = handle.client.calls[0], handle.client.calls[1]
+    assert patch[0] == "patch_status" and patch[2] == "p1"
+    (condition,) = patch[3]["status"]["conditions"]
+    assert condition["type"] == "DisruptionTarget" and condition["status"] == "True"
+    assert condition["reason"] == "PreemptionByScheduler"
+    assert condition["message"] == "default-scheduler: preempting to accommodate a higher priority pod"
+    assert delete[0] == "delete" and delete[2] == "p1" and delete[3].startswith("uid-p1")
+    assert handle.event_recorder.events == [("p1", "Normal", "Preempted", "Preempting",
+                                             "Preempted by pod uid-hi on node node1")]
+    assert ("patch_status", "default", "hi", {"status": {"nominatedNodeName": "node1"}}) in handle.client.calls
+    assert handle.nominator.nominated_pods_for_node("node1") == [pod]
+
+
+def test_lower_priority_nominated_pods_lose_their_nomination():
+    plugin, handle, _ = setup({"node1": [low("p1", 1, cpu="2")]})
+    waiting_low = make_pod("waiting-low", priority=5)
+    waiting_high = make_pod("waiting-high", priority=50)
+    handle.nominator.add_nominated_pod(waiting_low, "node1")
+    handle.nominator.add_nominated_pod(waiting_high, "node1")
+    preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    assert ("patch_status", "default", "waiting-low", {"status": {"nominatedNodeName": None}}) in handle.client.calls
+    assert not any(c[2] == "waiting-high" for c in handle.client.calls)
+    assert waiting_high in handle.nominator.nominated_pods_for_node("node1")
+    assert waiting_low not in handle.nominator.nominated_pods_for_node("node1")
+
+
+def test_preemption_policy_never():
+    plugin, handle, _ = setup({"node1": [low("p1", 1, cpu="2")]})
+    nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}],
+                                                         preemption_policy="Never"))
+    assert nominated is None
+    assert (status.code, status.message()) == (U, "preemption: not eligible due to preemptionPolicy=Never.")
+    assert handle.client.calls == []
+
+
+def test_no_lower_priority_pods():
+    plugin, handle, _ = setup({"node1": [low("p1", 10, cpu="2")]})
+    nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    assert nominated == ""
+    assert (status.code, status.message()) == (
+        U, "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+
+
+def test_unresolvable_nodes_are_not_helpful():
+    plugin, handle, _ = setup({"node1": [], "node2": []})
+    statuses = {"node1": Status(UU, "node(s) had untolerated taint(s)"),
+                "node2": Status(UU, "node(s) didn't match Pod's node affinity/selector")}
+    nominated, status = plugin.post_filter(CycleState(), make_pod("hi", priority=10), statuses)
+    assert nominated == ""
+    assert status.message() == "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+
+
+def test_reasons_histogram_mixes_node_statuses_and_absent_nodes():
+    plugin, handle, _ = setup({"node1": [low("p1", 10, cpu="2")], "node2": [low("p2", 10, cpu="2")], "node3": []})
+    pod = make_pod("hi", priority=10, reqs=[{"cpu": "1"}])
+    statuses = {"node1": Status(U, "Insufficient cpu"), "node2": Status(U, "Insufficient cpu"),
+                "node3": Status(UU, "node(s) had untolerated taint(s)")}
+    _, status = preempt(plugin, handle, pod, statuses)
+    assert status.message() == ("preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+                                "2 No preemption victims found for incoming pod.")
+
+
+def test_removing_all_victims_is_not_enough():
+    high_resident = low("resident", 100, cpu="1500m")
+    plugin, handle, _ = setup({"node1": [high_resident, low("p1", 1, cpu="500m")]})
+    nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    assert nominated == ""
+    assert status.message() == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
+    assert handle.client.calls == []
+
+
+def test_other_filters_count_when_victims_are_removed():
+    port = [{"containerPort": 80, "hostPort": 80}]
+    holder = make_pod("holder", priority=1, ports=port)
+    plugin, handle, nodes = setup({"node1": [holder]}, node_cpu="4")
+    handle.filters = [NodeResourcesFit(None, handle), NodePorts(None, handle)]
+    nominated, _ = preempt(plugin, handle, make_pod("hi", priority=10, ports=port))
+    assert nominated == "node1" and deleted(handle) == ["holder"]
+
+
+def pdb(selector_labels, allowed, namespace="default", disrupted=None):
+    return {"metadata": {"name": "pdb", "namespace": namespace},
+            "spec": {"selector": {"matchLabels": selector_labels}},
+            "status": {"disruptionsAllowed": allowed, "disruptedPods": disrupted or {}}}
+
+
+def test_pdb_protected_pod_is_reprieved_first():
+    early = low("early", 1, start="2026-01-01T00:00:00Z", labels={"app": "b"})
+    late = low("late", 1, start="2026-01-02T00:00:00Z", labels={"app": "a"})
+    # Without a PDB the earlier-started pod is more important and stays.
+    plugin, handle, _ = setup({"node1": [early, late]})
+    preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    assert deleted(handle) == ["late"]
+    # A PDB that allows no disruption of "late" gets it reprieved before anyone else.
+    early2 = low("early", 1, start="2026-01-01T00:00:00Z", labels={"app": "b"})
+    late2 = low("late", 1, start="2026-01-02T00:00:00Z", labels={"app": "a"})
+    plugin, handle, _ = setup({"node1": [early2, late2]}, pdbs=[pdb({"app": "a"}, 0)])
+    preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    assert deleted(handle) == ["early"]
+
+
+def test_pdb_violation_counted_when_unavoidable_and_node_without_violation_preferred():
+    plugin, handle, _ = setup({"node1": [low("a1", 1, cpu="2", labels={"app": "a"})],
+                               "node2": [low("b1", 5, cpu="2", labels={"app": "b"})]},
+                              pdbs=[pdb({"app": "a"}, 0)])
+    nominated, _ = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    # node1's victim has lower priority but violates its PDB: node2 wins on fewest violations.
+    assert nominated == "node2" and deleted(handle) == ["b1"]
+
+
+@pytest.mark.parametrize("pdbs, want_violating", [
+    ([pdb({"app": "a"}, 0)], ["a1", "a2"]),
+    ([pdb({"app": "a"}, 1)], ["a2"]),
+    ([pdb({"app": "a"}, 0, disrupted={"a1": "2026-01-01T00:00:00Z"})], ["a2"]),
+    ([pdb({"app": "a"}, 0, namespace="other")], []),
+    ([pdb({}, 0)], []),      # an empty selector selects nothing for preemption
+])
+def test_filter_victims_with_pdb_violation(pdbs, want_violating):
+    victims = [low("a1", 1, labels={"app": "a"}), low("a2", 1, labels={"app": "a"}), low("c", 1)]
+    violating, non_violating = filter_victims_with_pdb_violation(victims, pdbs)
+    assert [v.name for v in violating] == want_violating
+    assert [v.name for v in non_violating] == [v.name for v in victims if v.name not in want_violating]
+
+
+@pytest.mark.parametrize("layout, want", [
+    # lowest highest-victim priority
+    ({"node1": [low("a", 5, cpu="2")], "node2": [low("b", 3, cpu="2")]}, "node2"),
+    # same highest priority: lowest sum of priorities
+    ({"node1": [low("a", 3), low("a2", 3)], "node2": [low("b", 3), low("b2", 1)]}, "node2"),
+    # same priorities: fewer victims means a lower sum
+    ({"node1": [low("a", 1), low("a2", 1)], "node2": [low("b", 1, cpu="2")]}, "node2"),
+    # latest start time of the most important victims
+    ({"node1": [low("a", 1, cpu="2", start="2026-01-01T00:00:00Z")],
+      "node2": [low("b", 1, cpu="2", start="2026-01-05T00:00:00Z")]}, "node2"),
+])
+def test_pick_one_node_for_preemption(layout, want):
+    plugin, handle, _ = setup(layout)
+    nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "2"}]))
+    assert status.code == Code.SUCCESS and nominated == want
+
+
+def test_terminating_victim_on_nominated_node_blocks_preemption():
+    terminating = low("t", 1, cpu="2", deleting=True, conditions=[
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}])
+    plugin, handle, _ = setup({"node1": [terminating]})
+    pod = make_pod("hi", priority=10, reqs=[{"cpu": "1"}], nominated="node1")
+    _, status = preempt(plugin, handle, pod)
+    assert status.message() == "preemption: not eligible due to a terminating pod on the nominated node."
+
+
+def test_victims_already_terminating_are_not_deleted_again():
+    plugin, handle, _ = setup({"node1": [low("t", 1, cpu="2", deleting=True)]})
+    nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    assert nominated == "node1" and deleted(handle) == []
+
+
+def test_api_error_fails_the_preemption():
+    plugin, handle, _ = setup({"node1": [low("p1", 1, cpu="2")]})
+    handle.client.fail_delete = RuntimeError("apiserver down")
+    nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    assert nominated is None and status.code == Code.ERROR and "apiserver down" in status.message()
+
+
+def test_victim_already_gone_is_fine():
+    class NotFound(Exception):
+        status = 404
+
+    plugin, handle, _ = setup({"node1": [low("p1", 1, cpu="2")]})
+    handle.client.fail_delete = NotFound("gone")
+    nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    assert nominated == "node1" and status.code == Code.SUCCESS
+
+
+def test_candidate_search_stops_after_enough_candidates_from_the_offset():
+    layout = {f"node{i}": [low(f"p{i}", 1, cpu="2")] for i in range(5)}
+    plugin, handle, _ = setup(layout, args={"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1})
+    plugin.random_offset = lambda n: 3
+    nominated, _ = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    assert nominated == "node3"
+
+
+@pytest.mark.parametrize("pct, absolute, nodes, want", [
+    (5, 100, 10, 10),
+    (10, 100, 300, 100),
+    (10, 100, 1000, 100),
+    (20, 100, 1000, 200),
+    (10, 0, 5000, 500),
+    (0, 1, 50, 1),
+])
+def test_calculate_num_candidates(pct, absolute, nodes, want):
+    plugin = DefaultPreemption({"minCandidateNodesPercentage": pct, "minCandidateNodesAbsolute": absolute},
+                               FakeHandle())
+    assert plugin.calculate_num_candidates(nodes) == want
+
+
+@pytest.mark.parametrize("args, field, message", [
+    ({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage", "not in valid range [0, 100]"),
+    ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute", "not in valid range [0, inf)"),
+    ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}, "minCandidateNodesPercentage",
+     "cannot be zero at the same time as minCandidateNodesAbsolute"),
+    ({"minCandidateNodesPercentage": "10"}, "minCandidateNodesPercentage", "must be an integer"),
+])
+def test_args_validation(args, field, message):
+    with pytest.raises(PluginArgsError) as err:
+        DefaultPreemption(args, FakeHandle())
+    assert err.value.field == field and message in err.value.message
+
+
+def test_default_args():
+    plugin = DefaultPreemption(None, FakeHandle())
+    assert (plugin.min_candidate_nodes_percentage, plugin.min_candidate_nodes_absolute) == (10, 100)

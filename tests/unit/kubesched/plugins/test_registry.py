@@ -1,0 +1,44 @@
+import inspect
+
+import pytest
+
+from kubesched.plugins.registry import DEFAULT_PLUGINS, REGISTRY
+
+UPSTREAM_1_37_DEFAULTS = [
+    ("SchedulingGates", 0), ("PrioritySort", 0), ("NodeName", 0), ("NodeUnschedulable", 0),
+    ("TaintToleration", 3), ("NodeAffinity", 2), ("NodePorts", 0), ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", 0), ("NodeVolumeLimits", 0), ("VolumeBinding", 0), ("VolumeZone", 0),
+    ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 2), ("DefaultPreemption", 0),
+    ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1), ("DefaultBinder", 0),
+    ("NodeDeclaredFeatures", 0),
+]
+
+
+def test_default_profile_is_upstream_1_37():
+    assert DEFAULT_PLUGINS == UPSTREAM_1_37_DEFAULTS
+
+
+def test_every_default_plugin_is_registered_under_its_own_name():
+    assert {name for name, _ in DEFAULT_PLUGINS} <= set(REGISTRY)
+    for name, cls in REGISTRY.items():
+        assert cls.name == name
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_plugin_file_is_named_after_the_plugin(name):
+    module = inspect.getmodule(REGISTRY[name]).__name__.rsplit(".", 1)[1]
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+    assert module == snake
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_plugin_builds_with_default_args(name):
+    from plugin_builders import FakeHandle
+    plugin = REGISTRY[name](None, FakeHandle())
+    assert plugin.name == name
+
+
+def test_score_plugins_of_the_default_profile_have_score_methods():
+    for name, weight in DEFAULT_PLUGINS:
+        if weight:
+            assert hasattr(REGISTRY[name], "score"), name

@@ -1,0 +1,86 @@
+"""The volume and DRA plugins: pass-throughs without claims, honest rejections with them."""
+
+import pytest
+from plugin_builders import code_and_reasons, make_node, make_pod, place, run_filter
+
+from kubesched.framework.interface import Code, CycleState, PluginArgsError
+from kubesched.plugins.dynamic_resources import DynamicResources
+from kubesched.plugins.node_volume_limits import NodeVolumeLimits
+from kubesched.plugins.volume_binding import VolumeBinding
+from kubesched.plugins.volume_restrictions import VolumeRestrictions
+from kubesched.plugins.volume_zone import VolumeZone
+
+UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+PLAIN_VOLUMES = [{"name": "cfg", "configMap": {"name": "x"}}, {"name": "tmp", "emptyDir": {}},
+                 {"name": "tok", "projected": {"sources": []}}, {"name": "h", "hostPath": {"path": "/x"}}]
+CLAIM = [{"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}]
+EPHEMERAL = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]
+CLAIM_REASON = ("kubesched does not schedule pods with PersistentVolumeClaims (claims: {}); "
+                "schedule this pod with kube-scheduler")
+VOLUME_PLUGINS = [VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone]
+
+
+@pytest.mark.parametrize("plugin", VOLUME_PLUGINS + [DynamicResources])
+@pytest.mark.parametrize("volumes", [None, PLAIN_VOLUMES])
+def test_pods_without_claims_skip(plugin, volumes):
+    _, status = plugin().pre_filter(CycleState(), make_pod(volumes=volumes), [])
+    assert status.is_skip()
+
+
+@pytest.mark.parametrize("plugin", VOLUME_PLUGINS)
+@pytest.mark.parametrize("volumes, claims", [(CLAIM, "data-0"), (EPHEMERAL, "web-scratch")])
+def test_pods_with_claims_are_rejected_with_a_clear_reason(plugin, volumes, claims):
+    _, status = plugin().pre_filter(CycleState(), make_pod("web", volumes=volumes), [])
+    assert code_and_reasons(status) == (UU, (CLAIM_REASON.format(claims),))
+    assert status.plugin == plugin.name
+
+
+def test_inline_csi_volumes_are_rejected_by_node_volume_limits():
+    pod = make_pod(volumes=[{"name": "secrets", "csi": {"driver": "secrets-store.csi.k8s.io"}}])
+    _, status = NodeVolumeLimits().pre_filter(CycleState(), pod, [])
+    assert status.code == UU and "inline CSI volumes: secrets" in status.message()
+
+
+def test_dynamic_resources_rejects_pods_with_claims():
+    pod = make_pod(spec={"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]})
+    _, status = DynamicResources().pre_filter(CycleState(), pod, [])
+    assert code_and_reasons(status) == (UU, ("kubesched does not allocate DRA ResourceClaims (pod claims: gpu); "
+                                             "schedule this pod with kube-scheduler",))
+
+
+def disk(kind, **source):
+    return [{"name": "d", kind: source}]
+
+
+DISK_CONFLICT = (Code.UNSCHEDULABLE, ("node(s) had no available disk",))
+
+
+@pytest.mark.parametrize("existing, incoming, want", [
+    (disk("gcePersistentDisk", pdName="foo"), disk("gcePersistentDisk", pdName="foo"), DISK_CONFLICT),
+    (disk("gcePersistentDisk", pdName="foo"), disk("gcePersistentDisk", pdName="bar"), None),
+    (disk("gcePersistentDisk", pdName="foo", readOnly=True), disk("gcePersistentDisk", pdName="foo", readOnly=True),
+     None),
+    (disk("awsElasticBlockStore", volumeID="foo"), disk("awsElasticBlockStore", volumeID="foo"), DISK_CONFLICT),
+    (disk("awsElasticBlockStore", volumeID="foo", readOnly=True),
+     disk("awsElasticBlockStore", volumeID="foo", readOnly=True), DISK_CONFLICT),
+    (disk("awsElasticBlockStore", volumeID="foo"), disk("awsElasticBlockStore", volumeID="bar"), None),
+    (disk("iscsi", iqn="iqn.x", targetPortal="p", lun=0), disk("iscsi", iqn="iqn.x", targetPortal="p", lun=0),
+     DISK_CONFLICT),
+    (disk("iscsi", iqn="iqn.x", readOnly=True), disk("iscsi", iqn="iqn.x", readOnly=True), None),
+    (disk("rbd", monitors=["a", "b"], pool="p", image="i"), disk("rbd", monitors=["b", "c"], pool="p", image="i"),
+     DISK_CONFLICT),
+    (disk("rbd", monitors=["a"], pool="p", image="i"), disk("rbd", monitors=["b"], pool="p", image="i"), None),
+    (disk("rbd", monitors=["a"], pool="p", image="i", readOnly=True),
+     disk("rbd", monitors=["a"], pool="p", image="i", readOnly=True), None),
+])
+def test_volume_restrictions_disk_conflicts(existing, incoming, want):
+    node = place(make_node("n"), make_pod("existing", volumes=existing))
+    assert code_and_reasons(run_filter(VolumeRestrictions(), make_pod(volumes=incoming), node)) == want
+
+
+def test_volume_binding_args():
+    assert VolumeBinding({"bindTimeoutSeconds": 30}).bind_timeout_seconds == 30
+    assert VolumeBinding(None).bind_timeout_seconds == 600
+    with pytest.raises(PluginArgsError) as err:
+        VolumeBinding({"bindTimeoutSeconds": -1})
+    assert err.value.field == "bindTimeoutSeconds"
