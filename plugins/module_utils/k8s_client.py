@@ -57,13 +57,34 @@ _FORBIDDEN_USER_RE = re.compile(r'User "([^"]*)"')
 _ERRNO_RE = re.compile(r"\[Errno -?\d+\][^\"')]*")
 
 
-def require_kubernetes(module):
-    """Fail the module with Ansible's standard message when the kubernetes client is missing."""
+def _strings_in(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            for text in _strings_in(item):
+                yield text
+    elif isinstance(value, list):
+        for item in value:
+            for text in _strings_in(item):
+                yield text
+    elif isinstance(value, str) and value:
+        yield value
+
+
+def prepare_module(module):
+    """What every module does first: require the kubernetes client, and narrow kubeconfig's masking.
+
+    kubeconfig is no_log because a dict holds credentials, but masking all of its strings
+    would also blank out a file path, or words such as 'v1' or a cluster name, wherever they
+    appear in messages. Only the strings under `users` (tokens, keys, passwords) stay masked.
+    """
     if not HAS_KUBERNETES:
         module.fail_json(
             msg=missing_required_lib("kubernetes", url="https://pypi.org/project/kubernetes/"),
             exception=KUBERNETES_IMPORT_ERROR,
         )
+    kubeconfig = module.params.get("kubeconfig")
+    secrets = set(_strings_in(kubeconfig.get("users"))) if isinstance(kubeconfig, dict) else set()
+    module.no_log_values.difference_update(set(_strings_in(kubeconfig)) - secrets)
 
 
 def _kubeconfig_paths(kubeconfig):
@@ -172,6 +193,11 @@ def _server_message(error):
         return error.body or error.reason
 
 
+def resource_version_guard(obj):
+    """The JSON patch operation that makes the API server refuse (409) a write based on a stale read of obj."""
+    return {"op": "replace", "path": "/metadata/resourceVersion", "value": obj["metadata"]["resourceVersion"]}
+
+
 class Conflict(Exception):
     """HTTP 409 on a write made with a resourceVersion: the object changed since it was read."""
 
@@ -247,12 +273,13 @@ class KubeApi(object):
     def list_nodes(self, label_selector=None):
         return self._call("list", "nodes", None, self.core.list_node, label_selector=label_selector)["items"]
 
+    # Patches are JSON patches (a list body), which every client version sends as
+    # application/json-patch+json; the caller includes the resourceVersion guard.
+
     def patch_node(self, name, operations, dry_run=False):
-        """Apply a JSON patch; the caller includes the resourceVersion guard in operations."""
         return self._call(
             "patch", "nodes", name, self.core.patch_node, name, operations,
             dry_run="All" if dry_run else None, field_manager=FIELD_MANAGER,
-            _content_type="application/json-patch+json",
         )
 
     def list_pods_on_node(self, node_name):
@@ -274,11 +301,10 @@ class KubeApi(object):
             dry_run="All" if dry_run else None, field_manager=FIELD_MANAGER,
         )
 
-    def patch_priority_class(self, name, merge_patch, dry_run=False):
+    def patch_priority_class(self, name, operations, dry_run=False):
         return self._call(
-            "patch", "priorityclasses", name, self.scheduling.patch_priority_class, name, merge_patch,
+            "patch", "priorityclasses", name, self.scheduling.patch_priority_class, name, operations,
             dry_run="All" if dry_run else None, field_manager=FIELD_MANAGER,
-            _content_type="application/merge-patch+json",
         )
 
     def delete_priority_class(self, name, resource_version, dry_run=False):

@@ -23,7 +23,8 @@ from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client imp
     AUTH_ARG_SPEC,
     Conflict,
     connect,
-    require_kubernetes,
+    prepare_module,
+    resource_version_guard,
 )
 from ansible_collections.kubesched.scheduler.plugins.module_utils.selectors import parse_label_selector
 from ansible_collections.kubesched.scheduler.plugins.module_utils.validation import dns1123_subdomain_problems
@@ -75,11 +76,6 @@ def resolve_nodes(api, names, label_selector):
                shown or "none")
         )
     return found
-
-
-def resource_version_guard(node):
-    """The JSON patch operation that makes the API server refuse (409) a write based on a stale read."""
-    return {"op": "replace", "path": "/metadata/resourceVersion", "value": node["metadata"]["resourceVersion"]}
 
 
 def _conflict_backoff(attempt):
@@ -166,7 +162,7 @@ def run_node_module(module, prepare):
     preview_factory); preview_factory(api) builds edit_nodes' preview, or is None. Every
     ModuleFailure becomes fail_json with its message. Returns edit_nodes' report.
     """
-    require_kubernetes(module)
+    prepare_module(module)
     params = module.params
     try:
         plan_operations, view, preview_factory = prepare()

@@ -9,7 +9,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubesched.scheduler.plugins.module_utils.errors import ModuleFailure
-from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client import AUTH_ARG_SPEC, Conflict
+from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client import (
+    AUTH_ARG_SPEC,
+    Conflict,
+    resource_version_guard,
+)
 from ansible_collections.kubesched.scheduler.plugins.module_utils.validation import dns1123_subdomain_problems
 
 # Upstream scheduling.HighestUserDefinablePriority; larger values belong to system classes.
@@ -143,10 +147,12 @@ def ensure_present(api, params, check_mode):
                 if not params["force"]:
                     raise immutable_failure(name, changes)
                 return existing, recreate(api, existing, new_class(name, wanted), check_mode), True
-            patch = {"metadata": {"resourceVersion": existing["metadata"]["resourceVersion"]}}
-            patch.update((field, wanted[field]) for field in ("globalDefault", "description") if field in wanted)
-            planned = api.patch_priority_class(name, patch, dry_run=True)
-            return existing, planned if check_mode else api.patch_priority_class(name, patch), False
+            operations = [resource_version_guard(existing)] + [
+                {"op": "add", "path": "/" + field, "value": wanted[field]}
+                for field in ("globalDefault", "description") if field in wanted
+            ]
+            planned = api.patch_priority_class(name, operations, dry_run=True)
+            return existing, planned if check_mode else api.patch_priority_class(name, operations), False
         except Conflict:
             continue
     raise ModuleFailure(

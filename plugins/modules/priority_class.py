@@ -130,7 +130,7 @@ diff:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubesched.scheduler.plugins.module_utils.errors import ModuleFailure
-from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client import connect, require_kubernetes
+from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client import connect, prepare_module
 from ansible_collections.kubesched.scheduler.plugins.module_utils.priority_class import (
     ARGUMENT_SPEC,
     REQUIRED_IF,
@@ -141,7 +141,7 @@ from ansible_collections.kubesched.scheduler.plugins.module_utils.priority_class
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF, supports_check_mode=True)
-    require_kubernetes(module)
+    prepare_module(module)
     try:
         validate(module.params)
         result = run(connect(module.params), module.params, module.check_mode)

@@ -52,18 +52,6 @@ def apply_json_patch(document, operations):
     return document
 
 
-def merge_patch(document, patch):
-    document = copy.deepcopy(document)
-    for key, value in patch.items():
-        if value is None:
-            document.pop(key, None)
-        elif isinstance(value, dict) and isinstance(document.get(key), dict):
-            document[key] = merge_patch(document[key], value)
-        else:
-            document[key] = copy.deepcopy(value)
-    return document
-
-
 class FakeKubeApi(object):
     host = "https://fake.invalid:6443"
 
@@ -143,10 +131,10 @@ class FakeKubeApi(object):
             self.priority_classes[body["metadata"]["name"]] = stored
         return copy.deepcopy(stored)
 
-    def patch_priority_class(self, name, patch, dry_run=False):
+    def patch_priority_class(self, name, operations, dry_run=False):
         self._before_write("patch", name, dry_run)
         current = self.priority_classes[name]
-        patched = merge_patch(current, patch)
+        patched = apply_json_patch(current, operations)
         if patched["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
             raise Conflict("the object has been modified")
         if dry_run:

@@ -1,0 +1,127 @@
+"""Fixtures for the module integration tests (helpers.py runs the modules)."""
+
+import os
+import subprocess
+import uuid
+
+import pytest
+
+from .helpers import module_command, module_env, parse_result, read_json
+
+
+@pytest.fixture
+def run_module(lab_kubeconfig, tmp_path):
+    """run_module(name, check_mode=False, diff=True, env=None, **args) -> the module's JSON result.
+
+    kubeconfig defaults to the lab's admin kubeconfig; pass kubeconfig=None to leave it out.
+    """
+    def run(module, check_mode=False, diff=True, env=None, **args):
+        args.setdefault("kubeconfig", lab_kubeconfig)
+        args = {key: value for key, value in args.items() if value is not None}
+        completed = subprocess.run(module_command(module, args, tmp_path, check_mode, diff), env=module_env(env),
+                                   capture_output=True, text=True, timeout=120)
+        return parse_result(completed.stdout, completed.stderr)
+    return run
+
+
+@pytest.fixture
+def start_module(lab_kubeconfig, tmp_path):
+    """start_module(name, **args) -> a running Popen; collect with finish(process)."""
+    def start(module, **args):
+        args.setdefault("kubeconfig", lab_kubeconfig)
+        return subprocess.Popen(module_command(module, args, tmp_path), env=module_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return start
+
+
+@pytest.fixture
+def bare_nodes(nodes, core_v1):
+    """Factory like `nodes`, whose nodes carry exactly the given taints (default none).
+
+    The API server's TaintNodesByCondition admission puts node.kubernetes.io/not-ready on
+    every new node; tests start from the taints they set up themselves instead.
+    """
+    def make(count, taints=None, **kwargs):
+        names = nodes(count, **kwargs)
+        for name in names:
+            core_v1.patch_node(name, [{"op": "add", "path": "/spec/taints", "value": taints or []}],
+                               _content_type="application/json-patch+json", _preload_content=False)
+        return names
+    return make
+
+
+@pytest.fixture(scope="session")
+def scheduling_v1(api_client):
+    from kubernetes import client
+
+    return client.SchedulingV1Api(api_client)
+
+
+@pytest.fixture
+def cluster_snapshot(core_v1, scheduling_v1):
+    """snapshot() -> every node and PriorityClass with its resourceVersion, to prove nothing was written."""
+    def snapshot():
+        nodes = read_json(core_v1.list_node)["items"]
+        classes = read_json(scheduling_v1.list_priority_class)["items"]
+        return {
+            "nodes": {node["metadata"]["name"]: (node["metadata"]["resourceVersion"], node["spec"].get("taints"),
+                                                 node["metadata"].get("labels"), node["spec"].get("unschedulable"))
+                      for node in nodes},
+            "priorityclasses": {pc["metadata"]["name"]: (pc["metadata"]["resourceVersion"], pc.get("value"),
+                                                         pc.get("globalDefault"), pc.get("preemptionPolicy"))
+                                for pc in classes},
+        }
+    return snapshot
+
+
+@pytest.fixture
+def priority_classes(scheduling_v1):
+    """Factory: a unique PriorityClass name for this test; every class named is deleted afterwards."""
+    from kubernetes.client.exceptions import ApiException
+
+    names = []
+
+    def make(prefix="pc"):
+        name = "%s-%s" % (prefix, uuid.uuid4().hex[:6])
+        names.append(name)
+        return name
+
+    yield make
+    for name in names:
+        try:
+            scheduling_v1.delete_priority_class(name, _preload_content=False)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+
+@pytest.fixture
+def limited_identity(api_client, core_v1, namespace, lab_kubeconfig):
+    """A service account that may read nodes, pods and PriorityClasses but change nothing.
+
+    Returns connection options (host, api_key, ca_cert) for it, through which the modules
+    meet a real RBAC 403.
+    """
+    from kubernetes import client
+
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    name = "reader-%s" % uuid.uuid4().hex[:6]
+    core_v1.create_namespaced_service_account(namespace, {"metadata": {"name": name}}, _preload_content=False)
+    rbac.create_cluster_role({"metadata": {"name": name}, "rules": [
+        {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["get", "list", "watch"]},
+    ]}, _preload_content=False)
+    rbac.create_cluster_role_binding({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }, _preload_content=False)
+    token = read_json(core_v1.create_namespaced_service_account_token, name, namespace,
+                      {"spec": {"expirationSeconds": 3600}})["status"]["token"]
+    yield {
+        "user": "system:serviceaccount:%s:%s" % (namespace, name),
+        "options": {"host": api_client.configuration.host, "api_key": token,
+                    "ca_cert": os.path.join(os.path.dirname(lab_kubeconfig), "ca.crt")},
+    }
+    rbac.delete_cluster_role_binding(name, _preload_content=False)
+    rbac.delete_cluster_role(name, _preload_content=False)
