@@ -15,6 +15,8 @@ from kubesched.plugins.helper import args_dict, check_known_fields, list_arg, re
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     balanced_resource_scorer,
+    balanced_scores_cpu_memory,
+    is_cpu_and_memory,
     node_allocatable_request,
     pod_resource_requests,
 )
@@ -38,6 +40,7 @@ class NodeResourcesBalancedAllocation:
             if weight != 1:
                 raise PluginArgsError(f"resources[{i}].weight", f"Invalid value: {weight}: must be 1")
         self.resources = resources or list(DEFAULT_RESOURCES)
+        self._fast_cpu_memory = is_cpu_and_memory(self.resources)
 
     def pre_score(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> Status | None:
         pod_requests = pod_resource_requests(pod, self.resources, True)
@@ -55,4 +58,7 @@ class NodeResourcesBalancedAllocation:
         return balanced_resource_scorer(*node_allocatable_request(node_info, self.resources, pod_requests, True))
 
     def score_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
+        pod_requests = state.get(PRE_SCORE_STATE_KEY)
+        if pod_requests is not None and self._fast_cpu_memory:
+            return balanced_scores_cpu_memory(nodes, pod_requests)
         return [self.score(state, pod, n) for n in nodes]

@@ -32,6 +32,8 @@ from kubesched.plugins.helper import (
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     MAX_CUSTOM_PRIORITY_SCORE,
+    allocated_scores_cpu_memory,
+    is_cpu_and_memory,
     least_resource_scorer,
     most_resource_scorer,
     node_allocatable_request,
@@ -158,6 +160,7 @@ class NodeResourcesFit:
         else:
             self.scorer = least_resource_scorer(self.resources)
         self.strategy = strategy_type
+        self._fast_cpu_memory = is_cpu_and_memory(self.resources) and strategy_type != REQUESTED_TO_CAPACITY_RATIO
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
@@ -208,5 +211,7 @@ class NodeResourcesFit:
         pod_requests = state.get(PRE_SCORE_STATE_KEY)
         if pod_requests is None:
             pod_requests = pod_resource_requests(pod, self.resources, False)
+        if self._fast_cpu_memory:
+            return allocated_scores_cpu_memory(nodes, pod_requests, self.resources, self.strategy == MOST_ALLOCATED)
         resources, scorer = self.resources, self.scorer
         return [scorer(*node_allocatable_request(n, resources, pod_requests, False)) for n in nodes]
