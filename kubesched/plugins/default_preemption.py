@@ -14,7 +14,8 @@ groups:
 4. The node is picked by: fewest PDB violations, lowest highest-victim priority, lowest
    sum of priorities, fewest victims, latest start of the most important victims.
 5. The victims get the DisruptionTarget condition and are deleted; lower-priority pods
-   nominated to that node lose their nomination; the pod is nominated to the node.
+   nominated to that node lose their nomination; PostFilter returns the node, which the
+   framework writes to the pod's status.nominatedNodeName.
 
 Victims are evicted before PostFilter returns (upstream's behaviour without
 SchedulerAsyncPreemption), so the pod is never retried against a node whose victims
@@ -320,7 +321,11 @@ class DefaultPreemption:
     # --- eviction ----------------------------------------------------------------------
 
     def prepare_candidate(self, candidate: Candidate, pod: PodInfo) -> None:
-        """Evict the victims, clear lower-priority nominations there, nominate the pod."""
+        """Evict the victims and clear lower-priority nominations to the node.
+
+        The pod itself is nominated by the framework from PostFilter's result, which sets
+        status.nominatedNodeName and the nominator entry (upstream's handleSchedulingFailure).
+        """
         victims = [v for v in candidate.victims if not v.deleting]
         workers = max(1, min(len(victims), int(getattr(self.handle, "parallelism", 16) or 16)))
         if victims:
@@ -333,9 +338,6 @@ class DefaultPreemption:
                 if other.priority < pod.priority and other.uid != pod.uid:
                     client.patch_pod_status(other.namespace, other.name, {"status": {"nominatedNodeName": None}})
                     nominator.delete_nominated_pod_if_exists(other)
-        client.patch_pod_status(pod.namespace, pod.name, {"status": {"nominatedNodeName": candidate.name}})
-        if nominator is not None:
-            nominator.add_nominated_pod(pod, candidate.name)
 
     def preempt_pod(self, node_name: str, preemptor: PodInfo, victim: PodInfo) -> None:
         """Executor.PreemptPod for a victim not held in scheduler memory: condition, delete, event."""
