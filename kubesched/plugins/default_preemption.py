@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from kubesched.framework.fit_error import Diagnosis, FitError, NodeToStatus
 from kubesched.framework.interface import Code, PluginArgsError, Status, is_success
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper import SelectorError, args_dict, check_known_fields, int_arg, label_selector
@@ -43,24 +44,12 @@ PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 MAX_INT32 = 2**31 - 1
 
 
-def go_error_list(reasons: dict[str, int], num_all_nodes: int) -> str:
-    """FitError.Error() for a diagnosis with no PreFilter message: the sorted reason histogram."""
-    histogram = sorted(f"{count} {reason}" for reason, count in reasons.items())
-    message = f"0/{num_all_nodes} nodes are available:"
-    if histogram:
-        message += f" {', '.join(histogram)}."
-    return message
-
-
-def fit_error_message(num_all_nodes: int, node_statuses: dict[str, Status], absent_reason: str) -> str:
-    reasons: dict[str, int] = {}
-    for status in node_statuses.values():
-        for reason in status.reasons:
-            reasons[reason] = reasons.get(reason, 0) + 1
-    absent = num_all_nodes - len(node_statuses)
-    if absent > 0:
-        reasons[absent_reason] = reasons.get(absent_reason, 0) + absent
-    return go_error_list(reasons, num_all_nodes)
+def fit_error_message(pod: PodInfo, num_all_nodes: int, node_statuses: dict[str, Status]) -> str:
+    """FitError's message for the nodes preemption tried; the others were not helpful."""
+    diagnosis = Diagnosis()
+    diagnosis.node_to_status = NodeToStatus(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_HELPFUL))
+    diagnosis.node_to_status.update(node_statuses)
+    return str(FitError(pod.key, num_all_nodes, diagnosis))
 
 
 def _start_ts(pod: PodInfo, now: float) -> float:
@@ -211,7 +200,7 @@ class DefaultPreemption:
             if errors and not candidates:
                 return None, Status(Code.ERROR, "; ".join(str(e) for e in errors))
         if not candidates:
-            return "", Status(Code.UNSCHEDULABLE, fit_error_message(len(all_nodes), node_statuses, NOT_HELPFUL))
+            return "", Status(Code.UNSCHEDULABLE, fit_error_message(pod, len(all_nodes), node_statuses))
         best = pick_one_node_for_preemption(candidates, self.clock())
         try:
             self.prepare_candidate(best, pod)
