@@ -78,6 +78,13 @@ def is_success(status: Status | None) -> bool:
     return status is None or status.code == Code.SUCCESS
 
 
+class StateNotFound(KeyError):
+    """CycleState.read of a key nobody wrote; worded as upstream's CycleState.Read error."""
+
+    def __str__(self) -> str:
+        return f'failed to read "{self.args[0]}" from cycleState: not found'
+
+
 class CycleState:
     """Per-pod scratch space shared by the plugins of one scheduling cycle."""
 
@@ -93,8 +100,12 @@ class CycleState:
         self._data[key] = value
 
     def read(self, key: str) -> Any:
-        """Return the value for key; KeyError when a PreFilter/PreScore did not write it."""
-        return self._data[key]
+        """Return the value for key; StateNotFound (a KeyError) when a PreFilter/PreScore did
+        not write it, e.g. because that extension point is disabled in the profile."""
+        try:
+            return self._data[key]
+        except KeyError:
+            raise StateNotFound(key) from None
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._data.get(key, default)
