@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.framework.interface import Code, Status
+from kubesched.framework.interface import ClusterEvent, Code, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper import UNSUPPORTED_CLAIMS_ADVICE, args_dict, check_known_fields
 
@@ -20,6 +20,10 @@ class DynamicResources:
     def __init__(self, args: dict | None = None, handle: Any = None):
         self.handle = handle
         check_known_fields(args_dict(args, self.name), ("filterTimeout", "bindingTimeout"))
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        # spec.resourceClaims is immutable: no cluster event makes a rejected pod schedulable.
+        return []
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
         claims = (pod.raw.get("spec") or {}).get("resourceClaims") or ()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.framework.interface import Code, PluginArgsError, Status
+from kubesched.framework.interface import ClusterEvent, Code, PluginArgsError, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper import (
     args_dict,
@@ -28,6 +28,11 @@ class ClaimsUnsupported:
 
     def __init__(self, args: dict | None = None, handle: Any = None):
         self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        # A pod's volumes are immutable: no cluster event makes a rejected pod schedulable
+        # here, so it waits for the queue's periodic flush instead of retrying on every event.
+        return []
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
         claims = pod_volume_claims(pod)

@@ -42,3 +42,19 @@ def test_score_plugins_of_the_default_profile_have_score_methods():
     for name, weight in DEFAULT_PLUGINS:
         if weight:
             assert hasattr(REGISTRY[name], "score"), name
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_requeue_events_are_cluster_events(name):
+    from plugin_builders import FakeHandle
+
+    from kubesched.framework.interface import ClusterEvent
+    plugin = REGISTRY[name](None, FakeHandle())
+    if hasattr(plugin, "events_to_register"):
+        assert all(isinstance(e, ClusterEvent) for e in plugin.events_to_register())
+
+
+def test_plugins_that_reject_only_immutable_specs_never_requeue_on_events():
+    from plugin_builders import FakeHandle
+    for name in ("VolumeBinding", "VolumeZone", "NodeVolumeLimits", "DynamicResources"):
+        assert REGISTRY[name](None, FakeHandle()).events_to_register() == []
