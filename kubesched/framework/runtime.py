@@ -218,7 +218,7 @@ class Framework:
                         returned = status
                         rejecting.add(plugin.name)
                         continue
-                    return None, Status(Code.ERROR, f"running PreFilter plugin {plugin.name!r}: "
+                    return None, Status(Code.ERROR, f'running PreFilter plugin "{plugin.name}": '
                                                     f"{status.message()}", plugin=plugin.name), set()
                 if res is not None and not res.all_nodes():
                     restricting.append(plugin.name)
@@ -243,14 +243,19 @@ class Framework:
     def run_filter_plugins(self, state: CycleState, pod: PodInfo, node_info: NodeInfo,
                            plugins: list[Any] | None = None) -> Status | None:
         # Hot path: called once per node per cycle.
-        for plugin in plugins if plugins is not None else self.active_filter_plugins(state):
-            status = plugin.filter(state, pod, node_info)
-            if status is not None and status.code != Code.SUCCESS:
-                if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING):
-                    status = Status(Code.ERROR, f"running {plugin.name!r} filter plugin: {status.message()}",
-                                    error=status.error)
-                status.plugin = plugin.name
-                return status
+        plugin = None
+        try:
+            for plugin in plugins if plugins is not None else self.active_filter_plugins(state):
+                status = plugin.filter(state, pod, node_info)
+                if status is not None and status.code != Code.SUCCESS:
+                    if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING):
+                        status = Status(Code.ERROR, f'running "{plugin.name}" filter plugin: {status.message()}',
+                                        error=status.error)
+                    status.plugin = plugin.name
+                    return status
+        except Exception as err:  # noqa: BLE001 - a plugin bug fails this pod's cycle, not the scheduler
+            name = getattr(plugin, "name", "?")
+            return Status(Code.ERROR, f'running "{name}" filter plugin: {err}', plugin=name, error=err)
         return None
 
     def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, node_info: NodeInfo,
@@ -291,7 +296,7 @@ class Framework:
                 continue
             status = ext.add_pod(state, pod, pod_to_add, node_info)
             if status is not None and not status.is_success():
-                return Status(Code.ERROR, f"running AddPod on PreFilter plugin {plugin.name!r}: "
+                return Status(Code.ERROR, f'running AddPod on PreFilter plugin "{plugin.name}": '
                                           f"{status.message()}", plugin=plugin.name)
         return None
 
@@ -302,7 +307,7 @@ class Framework:
                 continue
             status = ext.remove_pod(state, pod, pod_to_remove, node_info)
             if status is not None and not status.is_success():
-                return Status(Code.ERROR, f"running RemovePod on PreFilter plugin {plugin.name!r}: "
+                return Status(Code.ERROR, f'running RemovePod on PreFilter plugin "{plugin.name}": '
                                           f"{status.message()}", plugin=plugin.name)
         return None
 
@@ -347,7 +352,7 @@ class Framework:
                     state.skip_score_plugins.add(plugin.name)
                     continue
                 if status is not None and not status.is_success():
-                    failed = Status(Code.ERROR, f"running PreScore plugin {plugin.name!r}: {status.message()}",
+                    failed = Status(Code.ERROR, f'running PreScore plugin "{plugin.name}": {status.message()}',
                                     plugin=plugin.name, error=status.error)
                     return failed
             return None
@@ -365,19 +370,26 @@ class Framework:
             for plugin, weight in self.weighted_score_plugins:
                 if plugin.name in skip:
                     continue
-                score = plugin.score
-                raw = [score(state, pod, node) for node in nodes]
+                try:
+                    # A plugin may score all nodes at once (vectorised); else node by node.
+                    if hasattr(plugin, "score_nodes"):
+                        raw = list(plugin.score_nodes(state, pod, nodes))
+                    else:
+                        score = plugin.score
+                        raw = [score(state, pod, node) for node in nodes]
+                except Exception as err:  # noqa: BLE001
+                    raise ScoreError(f'running Score plugins: plugin "{plugin.name}" failed with: {err}') from err
                 if hasattr(plugin, "normalize_score"):
                     scores = [NodeScore(node.name, s) for node, s in zip(nodes, raw)]
                     status = plugin.normalize_score(state, pod, scores)
                     if status is not None and not getattr(status, "is_success", lambda: True)():
-                        raise ScoreError(f"running Normalize on Score plugins: plugin {plugin.name!r} "
+                        raise ScoreError(f'running Normalize on Score plugins: plugin "{plugin.name}" '
                                          f"failed with: {status.message()}")
                     raw = [s.score for s in scores]
                 for i, value in enumerate(raw):
                     if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
-                        raise ScoreError(f"applying score defaultWeights on Score plugins: plugin "
-                                         f"{plugin.name!r} returns an invalid score {value}, it should in the "
+                        raise ScoreError(f'applying score defaultWeights on Score plugins: plugin '
+                                         f'"{plugin.name}" returns an invalid score {value}, it should in the '
                                          f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")
                     totals[i] += value * weight
                 if breakdown is not None:
@@ -392,7 +404,7 @@ class Framework:
             if status is not None and not status.is_success():
                 status.plugin = plugin.name
                 if not status.is_rejected():
-                    status = Status(Code.ERROR, f"running Reserve plugin {plugin.name!r}: {status.message()}",
+                    status = Status(Code.ERROR, f'running Reserve plugin "{plugin.name}": {status.message()}',
                                     plugin=plugin.name)
                 return status
         return None
@@ -411,10 +423,10 @@ class Framework:
                 if status.code == Code.WAIT:
                     # Waiting pods need a Permit controller (e.g. coscheduling); no in-tree
                     # plugin waits, so a wait is treated as a rejection rather than hanging.
-                    return Status(Code.UNSCHEDULABLE, f"plugin {plugin.name!r} asked the pod to wait, "
+                    return Status(Code.UNSCHEDULABLE, f'plugin "{plugin.name}" asked the pod to wait, '
                                                       "which kubesched does not support", plugin=plugin.name)
                 if not status.is_rejected():
-                    status = Status(Code.ERROR, f"running Permit plugin {plugin.name!r}: {status.message()}",
+                    status = Status(Code.ERROR, f'running Permit plugin "{plugin.name}": {status.message()}',
                                     plugin=plugin.name)
                 return status
         return None
@@ -426,7 +438,7 @@ class Framework:
             for plugin in self.pre_bind_plugins:
                 status = plugin.pre_bind(state, pod, node_name)
                 if status is not None and not status.is_success() and status.code != Code.SKIP:
-                    status = Status(Code.ERROR, f"running PreBind plugin {plugin.name!r}: {status.message()}",
+                    status = Status(Code.ERROR, f'running PreBind plugin "{plugin.name}": {status.message()}',
                                     plugin=plugin.name, error=status.error)
                     return status
             status = None
@@ -443,7 +455,7 @@ class Framework:
                 if status is not None and status.code == Code.SKIP:
                     continue
                 if status is not None and not status.is_success():
-                    status = Status(Code.ERROR, f"running Bind plugin {plugin.name!r}: {status.message()}",
+                    status = Status(Code.ERROR, f'running Bind plugin "{plugin.name}": {status.message()}',
                                     plugin=plugin.name, error=status.error)
                 return status
             return status

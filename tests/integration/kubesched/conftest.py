@@ -1,0 +1,51 @@
+"""Fixtures for running kubesched as a subprocess against the lab.
+
+``run_kubesched(config, *flags)`` starts ``.venv/bin/kubesched --config FILE`` and returns
+once its /readyz answers 200; every instance is stopped after the test. ``config`` is a
+dict (written to a temp file; clientConnection.kubeconfig defaults to the lab's and, unless
+the dict says otherwise, leader election is off) or the path of a file used as is.
+Helpers (pod_manifest, events_for, wait_for, ...) live in kubesched_lab.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from kubesched_lab import KUBESCHED, ROOT, KubeschedProcess, free_port, write_config
+
+
+@pytest.fixture
+def run_kubesched(lab_kubeconfig, tmp_path):
+    """Factory: run_kubesched(config_dict_or_path, *flags, wait_ready=True) -> KubeschedProcess."""
+    started: list[KubeschedProcess] = []
+
+    def start(config: dict | str | os.PathLike, *flags: str, wait_ready: bool = True) -> KubeschedProcess:
+        path = write_config(config, tmp_path, lab_kubeconfig) if isinstance(config, dict) else Path(config)
+        port = free_port()
+        args = [str(KUBESCHED), "--config", str(path), "--secure-port", str(port), "--bind-address", "127.0.0.1",
+                "-v=2", *flags]
+        proc = KubeschedProcess(args, port, tmp_path / f"kubesched-{len(started)}.log")
+        started.append(proc)
+        if wait_ready:
+            proc.wait_ready()
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+@pytest.fixture
+def kubesched_cli():
+    """Run the kubesched command once: (returncode, stdout, stderr)."""
+
+    def run(*args: str, timeout: float = 30.0) -> tuple[int, str, str]:
+        done = subprocess.run([str(KUBESCHED), *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        return done.returncode, done.stdout, done.stderr
+
+    return run
+
+

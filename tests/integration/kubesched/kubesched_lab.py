@@ -1,0 +1,148 @@
+"""Helpers for running kubesched as a subprocess against the lab (see conftest.py).
+
+``run_kubesched(config, *flags)`` (the fixture) starts ``.venv/bin/kubesched --config FILE`` and returns
+once its /readyz answers 200; every instance is stopped after the test. ``config`` is a
+dict (written to a temp file; clientConnection.kubeconfig defaults to the lab's and, unless
+the dict says otherwise, leader election is off) or the path of a file used as is.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+KUBESCHED = ROOT / ".venv" / "bin" / "kubesched"
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.1, what: str = "condition"):
+    """Poll predicate until it returns something truthy; fail the test with `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout}s waiting for {what}", pytrace=False)
+
+
+class KubeschedProcess:
+    """One running kubesched: its process, port and log."""
+
+    def __init__(self, args: list[str], port: int, log_path: Path):
+        self.port = port
+        self.log_path = log_path
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT)
+        self._tls = ssl.create_default_context()
+        self._tls.check_hostname = False
+        self._tls.verify_mode = ssl.CERT_NONE
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def get(self, path: str, timeout: float = 2.0) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{self.port}{path}", context=self._tls,
+                                        timeout=timeout) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"kubesched exited with {self.proc.returncode} before it was ready:\n"
+                            f"{self.log()[-3000:]}", pytrace=False)
+            try:
+                if self.get("/readyz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        pytest.fail(f"kubesched not ready after {timeout}s:\n{self.log()[-3000:]}", pytrace=False)
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        """The value of one series from /metrics, or None when absent."""
+        _, text = self.get("/metrics")
+        want = labels or {}
+        for line in text.splitlines():
+            if not line.startswith(name) or line.startswith("#"):
+                continue
+            series, _, value = line.rpartition(" ")
+            if series.split("{", 1)[0] != name:
+                continue
+            found = dict(part.split("=", 1) for part in series[len(name):].strip("{}").split(",") if "=" in part)
+            if all(found.get(k, "").strip('"') == v for k, v in want.items()):
+                return float(value)
+        return None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+        return self.proc.returncode
+
+
+def write_config(config: dict, directory: Path, kubeconfig: str) -> Path:
+    doc = {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", **config}
+    doc.setdefault("clientConnection", {}).setdefault("kubeconfig", kubeconfig)
+    doc.setdefault("leaderElection", {"leaderElect": False})
+    path = directory / f"kubesched-{len(list(directory.glob('kubesched-*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def pod_manifest(name: str, **spec) -> dict:
+    containers = spec.pop("containers", None) or [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]
+    labels = spec.pop("labels", None) or {"app": name}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
+            "spec": {"containers": containers, **spec}}
+
+
+def node_of(core_v1, namespace: str, name: str) -> str:
+    return core_v1.read_namespaced_pod(name, namespace).spec.node_name or ""
+
+
+def events_for(api_client, namespace: str, name: str) -> list[dict]:
+    """events.k8s.io/v1 events regarding one pod, oldest first."""
+    from kubernetes import client
+
+    raw = client.EventsV1Api(api_client).list_namespaced_event(namespace, _preload_content=False)
+    items = json.loads(raw.data)["items"]
+    return sorted((e for e in items if (e.get("regarding") or {}).get("name") == name),
+                  key=lambda e: e.get("eventTime") or "")
+
+
+def settle_taints(core_v1, names: list[str], taints: list[dict] | None = None) -> list[str]:
+    """Give fake nodes exactly the taints asked for.
+
+    The API server's TaintNodesByCondition admission adds node.kubernetes.io/not-ready to
+    every new node, and the lab has no node lifecycle controller to lift it once the node
+    reports Ready; a real cluster's nodes would be untainted by now.
+    """
+    for name in names:
+        core_v1.patch_node(name, {"spec": {"taints": taints or None}})
+    return names
