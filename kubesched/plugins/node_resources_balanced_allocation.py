@@ -15,7 +15,7 @@ from kubesched.plugins.helper import args_dict, check_known_fields, list_arg, re
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     balanced_resource_scorer,
-    balanced_scores_cpu_memory,
+    balanced_score_cpu_memory,
     is_cpu_and_memory,
     node_allocatable_request,
     pod_resource_requests,
@@ -55,10 +55,13 @@ class NodeResourcesBalancedAllocation:
             pod_requests = pod_resource_requests(pod, self.resources, True)
             if not any(pod_requests):
                 return 0
+        if self._fast_cpu_memory:
+            return balanced_score_cpu_memory(node_info, pod_requests[0], pod_requests[1])
         return balanced_resource_scorer(*node_allocatable_request(node_info, self.resources, pod_requests, True))
 
     def score_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
         pod_requests = state.get(PRE_SCORE_STATE_KEY)
-        if pod_requests is not None and self._fast_cpu_memory:
-            return balanced_scores_cpu_memory(nodes, pod_requests)
-        return [self.score(state, pod, n) for n in nodes]
+        if pod_requests is None or not self._fast_cpu_memory:
+            return [self.score(state, pod, n) for n in nodes]
+        cpu, mem = pod_requests
+        return [balanced_score_cpu_memory(n, cpu, mem) for n in nodes]

@@ -32,7 +32,7 @@ from kubesched.plugins.helper import (
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     MAX_CUSTOM_PRIORITY_SCORE,
-    allocated_scores_cpu_memory,
+    allocated_score_cpu_memory,
     is_cpu_and_memory,
     least_resource_scorer,
     most_resource_scorer,
@@ -176,6 +176,12 @@ class NodeResourcesFit:
 
     def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
         request = state.get(PRE_FILTER_STATE_KEY) or pod.requests
+        alloc, used = node_info.allocatable, node_info.requested
+        if (not request.scalar and len(node_info.pods) < alloc.allowed_pod_number  # hot path: common pod fits
+                and request.milli_cpu <= alloc.milli_cpu - used.milli_cpu
+                and request.memory <= alloc.memory - used.memory
+                and request.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage):
+            return None
         insufficient = insufficient_resources(request, node_info, self.ignored_resources,
                                               self.ignored_resource_groups)
         return self._status(insufficient) if insufficient else None
@@ -201,17 +207,25 @@ class NodeResourcesFit:
         state.write(PRE_SCORE_STATE_KEY, pod_resource_requests(pod, self.resources, False))
         return None
 
-    def score(self, state, pod: PodInfo, node_info: NodeInfo) -> int:
+    def _pod_requests(self, state, pod: PodInfo) -> list[int]:
         pod_requests = state.get(PRE_SCORE_STATE_KEY)
         if pod_requests is None:
             pod_requests = pod_resource_requests(pod, self.resources, False)
+        return pod_requests
+
+    def score(self, state, pod: PodInfo, node_info: NodeInfo) -> int:
+        pod_requests = self._pod_requests(state, pod)
+        if self._fast_cpu_memory:
+            return allocated_score_cpu_memory(node_info, pod_requests[0], pod_requests[1], self.resources[0][1],
+                                              self.resources[1][1], self.strategy == MOST_ALLOCATED)
         return self.scorer(*node_allocatable_request(node_info, self.resources, pod_requests, False))
 
     def score_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
-        pod_requests = state.get(PRE_SCORE_STATE_KEY)
-        if pod_requests is None:
-            pod_requests = pod_resource_requests(pod, self.resources, False)
+        pod_requests = self._pod_requests(state, pod)
         if self._fast_cpu_memory:
-            return allocated_scores_cpu_memory(nodes, pod_requests, self.resources, self.strategy == MOST_ALLOCATED)
+            cpu, mem = pod_requests
+            w_cpu, w_mem = self.resources[0][1], self.resources[1][1]
+            most = self.strategy == MOST_ALLOCATED
+            return [allocated_score_cpu_memory(n, cpu, mem, w_cpu, w_mem, most) for n in nodes]
         resources, scorer = self.resources, self.scorer
         return [scorer(*node_allocatable_request(n, resources, pod_requests, False)) for n in nodes]

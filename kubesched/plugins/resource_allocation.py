@@ -186,55 +186,43 @@ def is_cpu_and_memory(resources: list[tuple[str, int]]) -> bool:
     return [name for name, _ in resources] == [CPU, MEMORY]
 
 
-def allocated_scores_cpu_memory(nodes: list[NodeInfo], pod_requests: list[int], resources: list[tuple[str, int]],
-                                most: bool) -> list[int]:
-    """least/most_resource_scorer over [cpu, memory] for many nodes, inline (same integer arithmetic)."""
-    pod_cpu, pod_mem = pod_requests
-    w_cpu, w_mem = resources[0][1], resources[1][1]
-    out = []
-    for node in nodes:  # hot path: one pass, cpu and memory inlined on purpose, no intermediate lists
-        alloc, used = node.allocatable, node.non_zero_requested
-        total = weights = 0
-        cap = alloc.milli_cpu
-        if cap:
-            req = used.milli_cpu + pod_cpu
-            if most:
-                total += (min(req, cap) * MAX_NODE_SCORE // cap) * w_cpu
-            elif req <= cap:
-                total += ((cap - req) * MAX_NODE_SCORE // cap) * w_cpu
-            weights += w_cpu
-        cap = alloc.memory
-        if cap:
-            req = used.memory + pod_mem
-            if most:
-                total += (min(req, cap) * MAX_NODE_SCORE // cap) * w_mem
-            elif req <= cap:
-                total += ((cap - req) * MAX_NODE_SCORE // cap) * w_mem
-            weights += w_mem
-        out.append(total // weights if weights else 0)
-    return out
+def allocated_score_cpu_memory(node: NodeInfo, pod_cpu: int, pod_mem: int, w_cpu: int, w_mem: int,
+                               most: bool) -> int:
+    """least/most_resource_scorer over [cpu, memory] for one node, inline (same integer arithmetic)."""
+    alloc, used = node.allocatable, node.non_zero_requested  # hot path: no intermediate lists
+    total = weights = 0
+    cap = alloc.milli_cpu
+    if cap:
+        req = used.milli_cpu + pod_cpu
+        if most:
+            total += (min(req, cap) * MAX_NODE_SCORE // cap) * w_cpu
+        elif req <= cap:
+            total += ((cap - req) * MAX_NODE_SCORE // cap) * w_cpu
+        weights += w_cpu
+    cap = alloc.memory
+    if cap:
+        req = used.memory + pod_mem
+        if most:
+            total += (min(req, cap) * MAX_NODE_SCORE // cap) * w_mem
+        elif req <= cap:
+            total += ((cap - req) * MAX_NODE_SCORE // cap) * w_mem
+        weights += w_mem
+    return total // weights if weights else 0
 
 
-def balanced_scores_cpu_memory(nodes: list[NodeInfo], pod_requests: list[int]) -> list[int]:
-    """balanced_resource_scorer over [cpu, memory] for many nodes, inline (same float arithmetic)."""
-    pod_cpu, pod_mem = pod_requests
-    half = MAX_NODE_SCORE // 2
-    out = []
-    for node in nodes:  # hot path
-        alloc, used = node.allocatable, node.requested
-        cap_cpu, cap_mem = alloc.milli_cpu, alloc.memory
-        if cap_cpu and cap_mem:
-            used_cpu, used_mem = used.milli_cpu, used.memory
-            f_cpu = (used_cpu + pod_cpu) / cap_cpu
-            f_mem = (used_mem + pod_mem) / cap_mem
-            std = (f_cpu if f_cpu < 1.0 else 1.0) - (f_mem if f_mem < 1.0 else 1.0)
-            with_pod = int((1 - abs(std / 2)) * MAX_NODE_SCORE)
-            f_cpu = used_cpu / cap_cpu
-            f_mem = used_mem / cap_mem
-            std = (f_cpu if f_cpu < 1.0 else 1.0) - (f_mem if f_mem < 1.0 else 1.0)
-            without_pod = int((1 - abs(std / 2)) * MAX_NODE_SCORE)
-        else:
-            with_pod = without_pod = MAX_NODE_SCORE  # fewer than two fractions: no deviation
-        diff = half + with_pod - without_pod
-        out.append(half + (diff // 2 if diff >= 0 else -((-diff) // 2)))
-    return out
+def _balance(used_cpu: int, used_mem: int, cap_cpu: int, cap_mem: int) -> int:
+    f_cpu = used_cpu / cap_cpu
+    f_mem = used_mem / cap_mem
+    std = (f_cpu if f_cpu < 1.0 else 1.0) - (f_mem if f_mem < 1.0 else 1.0)
+    return int((1 - abs(std / 2)) * MAX_NODE_SCORE)
+
+
+def balanced_score_cpu_memory(node: NodeInfo, pod_cpu: int, pod_mem: int) -> int:
+    """balanced_resource_scorer over [cpu, memory] for one node, inline (same float arithmetic)."""
+    alloc, used = node.allocatable, node.requested  # hot path
+    cap_cpu, cap_mem = alloc.milli_cpu, alloc.memory
+    if not (cap_cpu and cap_mem):
+        return MAX_NODE_SCORE // 2 + MAX_NODE_SCORE // 4  # fewer than two fractions: 50 + (50 + 100 - 100) // 2
+    diff = (MAX_NODE_SCORE // 2 + _balance(used.milli_cpu + pod_cpu, used.memory + pod_mem, cap_cpu, cap_mem)
+            - _balance(used.milli_cpu, used.memory, cap_cpu, cap_mem))
+    return MAX_NODE_SCORE // 2 + (diff // 2 if diff >= 0 else -((-diff) // 2))

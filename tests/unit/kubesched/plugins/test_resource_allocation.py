@@ -8,9 +8,9 @@ from plugin_builders import make_node, make_pod, place
 from kubesched.plugins.helper import go_div
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
-    allocated_scores_cpu_memory,
+    allocated_score_cpu_memory,
     balanced_resource_scorer,
-    balanced_scores_cpu_memory,
+    balanced_score_cpu_memory,
     broken_linear_function,
     least_resource_scorer,
     most_resource_scorer,
@@ -45,7 +45,8 @@ def test_allocated_fast_path_equals_generic(seed, weights):
     nodes = random_nodes(seed)
     for most, scorer in ((False, least_resource_scorer(resources)), (True, most_resource_scorer(resources))):
         generic = [scorer(*node_allocatable_request(n, resources, pod_requests, False)) for n in nodes]
-        assert allocated_scores_cpu_memory(nodes, pod_requests, resources, most) == generic
+        fast = [allocated_score_cpu_memory(n, *pod_requests, *weights, most) for n in nodes]
+        assert fast == generic
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -55,7 +56,7 @@ def test_balanced_fast_path_equals_generic(seed):
     nodes = random_nodes(seed + 100)
     generic = [balanced_resource_scorer(*node_allocatable_request(n, DEFAULT_RESOURCES, pod_requests, True))
                for n in nodes]
-    assert balanced_scores_cpu_memory(nodes, pod_requests) == generic
+    assert [balanced_score_cpu_memory(n, *pod_requests) for n in nodes] == generic
 
 
 @pytest.mark.parametrize("points, checks", [
