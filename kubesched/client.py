@@ -254,7 +254,11 @@ class ApiClient:
             if resp.status >= 300:
                 raise _api_error(resp.status, resp.data)
             buffer = b""
-            for chunk in resp.stream(65536, decode_content=True):
+            while True:
+                # read1 returns what has arrived: a quiet watch must not wait for a full buffer.
+                chunk = resp.read1(65536)
+                if not chunk:
+                    break
                 buffer += chunk
                 while True:
                     newline = buffer.find(b"\n")

@@ -116,13 +116,14 @@ class LeaderElector:
 
     def acquire(self) -> bool:
         """Block until we lead (True) or stop is set (False)."""
-        klog.info("attempting to acquire leader lease", lease=f"{self.cfg.resource_namespace}/{self.cfg.resource_name}")
+        klog.info("attempting to acquire leader lease", lease=f"{self.cfg.resource_namespace}/{self.cfg.resource_name}",
+                  identity=self.identity)
         while not self.stop.is_set():
             try:
                 if self.try_acquire_or_renew():
                     self.last_renew = self.clock()
                     klog.info("successfully acquired lease",
-                              lease=f"{self.cfg.resource_namespace}/{self.cfg.resource_name}")
+                              lease=f"{self.cfg.resource_namespace}/{self.cfg.resource_name}", identity=self.identity)
                     return True
             except Exception as err:  # noqa: BLE001 - keep trying, as client-go does
                 klog.error("error retrieving resource lock", err=str(err))

@@ -7,16 +7,15 @@ backoff from the last resourceVersion seen. Callbacks run on this thread, in ord
 
 from __future__ import annotations
 
-import logging
 import random
 import threading
+import traceback
 from typing import Any, Callable
 
 import urllib3
 
+from kubesched import klog
 from kubesched.client import ApiClient, ApiError, WatchExpired
-
-log = logging.getLogger("kubesched.informer")
 
 INITIAL_RETRY = 0.8
 MAX_RETRY = 30.0
@@ -78,17 +77,18 @@ class Informer:
                 self.watch_once()
                 retry = INITIAL_RETRY
             except WatchExpired as err:
-                log.info("Watch expired, relisting resource=%s reason=%r", self.name, str(err)[:200])
+                klog.info("Watch expired, relisting", resource=self.name, reason=str(err)[:200])
                 need_list = True
             except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
-                log.warning("Watch of %s failed, retrying in %.1fs: %s", self.name, retry, err)
+                klog.warning("Watch failed, retrying", resource=self.name, retryIn=f"{retry:.1f}s", err=str(err)[:300])
                 if isinstance(err, ApiError) and err.status in (401, 403):
                     need_list = True
                 if self.stop.wait(retry * (1 + random.random() * 0.2)):
                     return
                 retry = min(retry * 2, MAX_RETRY)
             except Exception:  # a handler bug must not kill the informer for good
-                log.exception("Unexpected error in informer %s; relisting", self.name)
+                klog.error("Unexpected error in informer; relisting", resource=self.name,
+                           err=traceback.format_exc(limit=5))
                 need_list = True
                 if self.stop.wait(retry):
                     return

@@ -49,3 +49,13 @@ def kubesched_cli():
     return run
 
 
+
+
+@pytest.fixture
+def api_proxy(lab_kubeconfig, tmp_path):
+    """An ApiProxy to the lab that tests can break (see kubesched_lab.ApiProxy)."""
+    from kubesched_lab import ApiProxy
+
+    proxy = ApiProxy(lab_kubeconfig, tmp_path)
+    yield proxy
+    proxy.close()

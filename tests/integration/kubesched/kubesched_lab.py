@@ -146,3 +146,121 @@ def settle_taints(core_v1, names: list[str], taints: list[dict] | None = None) -
     for name in names:
         core_v1.patch_node(name, {"spec": {"taints": taints or None}})
     return names
+
+
+class ApiProxy:
+    """A plain-HTTP proxy to the lab API server, to break kubesched's watches on purpose.
+
+    kubesched talks to it through a kubeconfig without credentials; the proxy adds the lab's
+    admin client certificate. ``cut_watches()`` ends every open watch stream, ``expire_watches``
+    makes new watches answer 410 Gone (as the API server does for a too-old resourceVersion),
+    and ``pause(seconds)`` refuses connections for a while (a lost API server).
+    """
+
+    def __init__(self, lab_kubeconfig: str, directory: Path):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import urllib3
+
+        from kubesched.client import load_kubeconfig
+
+        creds = load_kubeconfig(lab_kubeconfig)
+        self.upstream = creds.server
+        self.pool = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_certs=creds.ca_file,
+                                        cert_file=creds.cert_file, key_file=creds.key_file, maxsize=16)
+        self.expire_watches = False
+        self.expired: list[str] = []
+        self.watch_connections: set = set()
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "accept")}
+                watching = "watch=1" in self.path
+                if watching and proxy.expire_watches:
+                    proxy.expired.append(self.path)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(json.dumps({"type": "ERROR", "object": {
+                        "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired",
+                        "code": 410, "message": "too old resource version"}}).encode() + b"\n")
+                    return
+                resp = proxy.pool.request(self.command, proxy.upstream + self.path, body=body, headers=headers,
+                                          preload_content=not watching, timeout=urllib3.Timeout(connect=5, read=600))
+                self.send_response(resp.status)
+                self.send_header("Content-Type", resp.headers.get("Content-Type", "application/json"))
+                if not watching:
+                    self.send_header("Content-Length", str(len(resp.data)))
+                    self.end_headers()
+                    self.wfile.write(resp.data)
+                    return
+                self.end_headers()
+                with proxy.lock:
+                    proxy.watch_connections.add(self.connection)
+                try:
+                    while True:
+                        chunk = resp.read1(65536)
+                        if not chunk:
+                            break
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except OSError:
+                    pass
+                finally:
+                    resp.release_conn()
+                    with proxy.lock:
+                        proxy.watch_connections.discard(self.connection)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
+
+        self._handler = Handler
+        self._server_class = ThreadingHTTPServer
+        self.port = free_port()
+        self.server = None
+        self._start()
+        self.kubeconfig = directory / "proxy.kubeconfig"
+        self.kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "proxy",
+            "clusters": [{"name": "proxy", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
+            "users": [{"name": "anonymous", "user": {}}],
+            "contexts": [{"name": "proxy", "context": {"cluster": "proxy", "user": "anonymous"}}]}))
+
+    def _start(self) -> None:
+        import threading
+
+        self.server = self._server_class(("127.0.0.1", self.port), self._handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def cut_watches(self) -> int:
+        with self.lock:
+            connections = list(self.watch_connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return len(connections)
+
+    def pause(self, seconds: float) -> None:
+        """Stop listening and drop every watch; listen again after `seconds`."""
+        self.server.shutdown()
+        self.server.server_close()
+        self.cut_watches()
+        time.sleep(seconds)
+        self._start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.cut_watches()

@@ -1,0 +1,49 @@
+"""Two kubesched instances on one Lease: one schedules, the other waits; SIGTERM hands over."""
+
+import signal
+import time
+import uuid
+
+from kubernetes import client
+from kubesched_lab import node_of, pod_manifest, settle_taints, wait_for
+
+RETRY_PERIOD = 1.0
+ACQUIRED = '"successfully acquired lease"'
+
+
+def test_one_leader_schedules_and_sigterm_hands_over_within_a_retry_period(run_kubesched, nodes, core_v1,
+                                                                            api_client, namespace):
+    settle_taints(core_v1, nodes(2))
+    name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
+    config = {"profiles": [{"schedulerName": name}],
+              "leaderElection": {"leaderElect": True, "leaseDuration": "4s", "renewDeadline": "3s",
+                                 "retryPeriod": f"{RETRY_PERIOD:g}s", "resourceName": name,
+                                 "resourceNamespace": namespace}}
+    first = run_kubesched(config)
+    wait_for(lambda: ACQUIRED in first.log(), 10, what="the first instance to lead")
+    second = run_kubesched(config)
+    time.sleep(2 * RETRY_PERIOD)
+    assert ACQUIRED not in second.log()
+    assert '"attempting to acquire leader lease"' in second.log()
+
+    core_v1.create_namespaced_pod(namespace, pod_manifest("before", schedulerName=name), _preload_content=False)
+    wait_for(lambda: node_of(core_v1, namespace, "before"), 15, what="'before' to be bound")
+    assert f'pod="{namespace}/before"' in first.log()
+    assert f'pod="{namespace}/before"' not in second.log()
+
+    leases = client.CoordinationV1Api(api_client)
+    holder = leases.read_namespaced_lease(name, namespace).spec.holder_identity
+    assert f"identity=\"{holder}\"" in first.log()
+
+    stopped = time.monotonic()
+    assert first.stop(signal.SIGTERM) == 0
+    wait_for(lambda: ACQUIRED in second.log(), 10, interval=0.05, what="the standby to take over")
+    handover = time.monotonic() - stopped
+    assert handover < RETRY_PERIOD * 1.2 + 1.5, f"handover took {handover:.2f}s"
+    assert '"released leader lease"' in first.log()
+    new_holder = leases.read_namespaced_lease(name, namespace).spec.holder_identity
+    assert new_holder != holder and f"identity=\"{new_holder}\"" in second.log()
+
+    core_v1.create_namespaced_pod(namespace, pod_manifest("after", schedulerName=name), _preload_content=False)
+    wait_for(lambda: node_of(core_v1, namespace, "after"), 15, what="'after' to be bound")
+    assert f'pod="{namespace}/after"' in second.log()
