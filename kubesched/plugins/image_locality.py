@@ -52,42 +52,39 @@ class ImageLocality:
     def __init__(self, args: dict | None = None, handle: Any = None):
         self.handle = handle
 
-    def _images(self, state, pod: PodInfo) -> tuple[list[str], int]:
+    def _images(self, state, pod: PodInfo) -> tuple[list[str], int, int]:
+        """(normalised image names, image count, the score of a node holding none of them)."""
         images = state.get(PRE_SCORE_STATE_KEY) if state is not None else None
         if images is None:
-            images = pod_images(pod)
+            names, count = pod_images(pod)
+            images = (names, count, calculate_priority(0, count))
         return images
 
     def pre_score(self, state, pod: PodInfo, nodes: list[NodeInfo]):
         # Not an upstream extension point for this plugin: it only computes the pod's image
         # names once per cycle instead of once per node. It never skips.
-        state.write(PRE_SCORE_STATE_KEY, pod_images(pod))
+        names, count = pod_images(pod)
+        state.write(PRE_SCORE_STATE_KEY, (names, count, calculate_priority(0, count)))
         return None
 
     def score(self, state, pod: PodInfo, node_info: NodeInfo) -> int:
-        names, count = self._images(state, pod)
-        total_nodes = self.handle.snapshot().num_nodes()
-        return calculate_priority(self._sum(node_info, names, total_nodes), count)
+        names, count, zero = self._images(state, pod)
+        if not node_info.image_states:  # hot path: most nodes report no images the pod uses
+            return zero
+        return calculate_priority(self._sum(node_info, names, self.handle.snapshot().num_nodes()), count)
 
     @staticmethod
     def _sum(node: NodeInfo, names: list[str], total_nodes: int) -> int:
         states = node.image_states
         total = 0
-        if states:
-            for name in names:
-                state = states.get(name)
-                if state is not None:
-                    total += int(state.size * (state.num_nodes / total_nodes))
+        for name in names:
+            state = states.get(name)
+            if state is not None:
+                total += int(state.size * (state.num_nodes / total_nodes))
         return total
 
     def score_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
-        names, count = self._images(state, pod)
+        names, count, zero = self._images(state, pod)
         total_nodes = self.handle.snapshot().num_nodes()
-        zero = calculate_priority(0, count)
-        out = []
-        for node in nodes:  # hot path: nodes reporting no images score the floor
-            if not node.image_states:
-                out.append(zero)
-            else:
-                out.append(calculate_priority(self._sum(node, names, total_nodes), count))
-        return out
+        return [calculate_priority(self._sum(n, names, total_nodes), count) if n.image_states else zero
+                for n in nodes]

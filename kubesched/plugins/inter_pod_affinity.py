@@ -274,8 +274,9 @@ class InterPodAffinity:
                     return self._anti_affinity_rejected
         existing = s.existing_anti_affinity_counts
         if existing:
-            for (key, value), count in existing.items():
-                if count > 0 and labels.get(key) == value:
+            # Hot path: look the node's few labels up rather than scan every counted domain.
+            for pair in labels.items():
+                if existing.get(pair, 0) > 0:
                     return self._existing_rejected
         return None
 

@@ -134,14 +134,17 @@ class CriticalPaths:
 
 
 class PreFilterState:
-    __slots__ = ("constraints", "critical_paths", "tp_value_to_match_num", "required_affinity")
+    __slots__ = ("constraints", "critical_paths", "tp_value_to_match_num", "required_affinity", "self_match")
 
     def __init__(self, constraints: list[Constraint], critical_paths: list[CriticalPaths],
-                 tp_value_to_match_num: list[dict[str, int]], required_affinity: RequiredNodeAffinity | None):
+                 tp_value_to_match_num: list[dict[str, int]], required_affinity: RequiredNodeAffinity | None,
+                 self_match: list[int]):
         self.constraints = constraints
         self.critical_paths = critical_paths
         self.tp_value_to_match_num = tp_value_to_match_num
         self.required_affinity = required_affinity
+        # 1 where the pod matches the constraint's own selector: fixed for the cycle.
+        self.self_match = self_match
 
     def min_match_num(self, i: int, min_domains: int) -> int:
         if len(self.tp_value_to_match_num[i]) < min_domains:
@@ -150,7 +153,8 @@ class PreFilterState:
 
     def clone(self) -> "PreFilterState":
         return PreFilterState(self.constraints, [p.clone() for p in self.critical_paths],
-                              [dict(m) for m in self.tp_value_to_match_num], self.required_affinity)
+                              [dict(m) for m in self.tp_value_to_match_num], self.required_affinity,
+                              self.self_match)
 
 
 class PreScoreState:
@@ -291,6 +295,13 @@ class PodTopologySpread:
             return self.filter_constraints(pod.topology_spread_constraints, pod.labels, action)
         return self.build_default_constraints(pod, action)
 
+    @staticmethod
+    def _policies_matter(constraints: list[Constraint], required: RequiredNodeAffinity) -> bool:
+        """False when no constraint can exclude a node: the common case skips the per-node check."""
+        affinity_matters = required.selector is not None or required.node_selector is not None
+        return any(c.node_taints_policy == HONOR or (affinity_matters and c.node_affinity_policy == HONOR)
+                   for c in constraints)
+
     # --- filter ----------------------------------------------------------------------
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
@@ -303,23 +314,26 @@ class PodTopologySpread:
         required = RequiredNodeAffinity.of_pod(pod)
         tp_maps: list[dict[str, int]] = [{} for _ in constraints]
         namespace = pod.namespace
-        for node in nodes:
+        policies_matter = self._policies_matter(constraints, required)
+        for node in nodes:  # hot path: every node, every cycle
             labels = node.labels
             if not node_labels_match_constraints(labels, constraints):
                 continue
+            pods = node.pods
             for i, c in enumerate(constraints):
-                if not c.matches_node_inclusion_policies(pod, node, required):
+                if policies_matter and not c.matches_node_inclusion_policies(pod, node, required):
                     continue
                 value = labels[c.topology_key]
-                tp_maps[i][value] = tp_maps[i].get(value, 0) + count_pods_match_selector(node.pods, c.selector,
-                                                                                          namespace)
+                tp_maps[i][value] = tp_maps[i].get(value, 0) + (
+                    count_pods_match_selector(pods, c.selector, namespace) if pods else 0)
         paths = []
         for tp_map in tp_maps:
             p = CriticalPaths()
             for value, num in tp_map.items():
                 p.update(value, num)
             paths.append(p)
-        state.write(PRE_FILTER_STATE_KEY, PreFilterState(constraints, paths, tp_maps, required))
+        self_match = [1 if c.selector.matches(pod.labels) else 0 for c in constraints]
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState(constraints, paths, tp_maps, required, self_match))
         return None, None
 
     def pre_filter_extensions(self) -> "PodTopologySpread":
@@ -360,8 +374,7 @@ class PodTopologySpread:
             value = labels.get(c.topology_key)
             if value is None:
                 return self._label_missing
-            self_match = 1 if c.selector.matches(pod.labels) else 0
-            skew = s.tp_value_to_match_num[i].get(value, 0) + self_match - s.min_match_num(i, c.min_domains)
+            skew = s.tp_value_to_match_num[i].get(value, 0) + s.self_match[i] - s.min_match_num(i, c.min_domains)
             if skew > c.max_skew:
                 return self._skewed
         return None
@@ -397,16 +410,18 @@ class PodTopologySpread:
                 size = len(filtered_nodes) - len(s.ignored_nodes)
             weights.append(math.log(size + 2))
         required = RequiredNodeAffinity.of_pod(pod)
-        for node in all_nodes:
+        policies_matter = self._policies_matter(constraints, required)
+        for node in all_nodes:  # hot path: every node, every cycle
             if require_all_topologies and not node_labels_match_constraints(node.labels, constraints):
                 continue
             for i, c in enumerate(constraints):
-                if not c.matches_node_inclusion_policies(pod, node, required):
+                if policies_matter and not c.matches_node_inclusion_policies(pod, node, required):
                     continue
                 value = node.labels.get(c.topology_key, "")
                 if value not in counts[i]:
                     continue
-                counts[i][value] += count_pods_match_selector(node.pods, c.selector, pod.namespace)
+                if node.pods:
+                    counts[i][value] += count_pods_match_selector(node.pods, c.selector, pod.namespace)
         s.topology_value_to_pod_counts = counts
         s.topology_normalizing_weight = weights
         state.write(PRE_SCORE_STATE_KEY, s)
