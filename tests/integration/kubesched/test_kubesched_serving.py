@@ -1,0 +1,92 @@
+"""HTTPS endpoints (/healthz, /livez, /readyz, /metrics with client-CA) and `kubesched explain`."""
+
+import ssl
+import urllib.error
+import urllib.request
+import uuid
+
+import yaml
+from kubesched_lab import ROOT, node_of, pod_manifest, settle_taints, wait_for
+
+from kubesched.client import load_kubeconfig
+
+
+def test_health_and_metrics_endpoints(run_kubesched, nodes, core_v1, namespace):
+    settle_taints(core_v1, nodes(1))
+    name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
+    sched = run_kubesched({"profiles": [{"schedulerName": name}]})
+    for path in ("/healthz", "/livez", "/readyz"):
+        assert sched.get(path) == (200, "ok")
+    code, verbose = sched.get("/livez?verbose")
+    assert code == 200 and "[+]leaderElection ok" in verbose
+    core_v1.create_namespaced_pod(namespace, pod_manifest("m", schedulerName=name), _preload_content=False)
+    wait_for(lambda: node_of(core_v1, namespace, "m"), 15, what="m bound")
+    wait_for(lambda: sched.metric("scheduler_schedule_attempts_total", {"result": "scheduled", "profile": name}),
+             5, what="the scheduled attempt metric")
+    _, text = sched.get("/metrics")
+    for metric in ("scheduler_pending_pods{queue=\"active\"}", "scheduler_scheduling_attempt_duration_seconds_bucket",
+                   "scheduler_pod_scheduling_sli_duration_seconds_bucket",
+                   "scheduler_framework_extension_point_duration_seconds_bucket", "scheduler_queue_incoming_pods_total",
+                   "scheduler_preemption_attempts_total"):
+        assert metric in text, metric
+
+
+def test_metrics_need_a_client_certificate_signed_by_the_client_ca(run_kubesched, lab_kubeconfig):
+    creds = load_kubeconfig(lab_kubeconfig)
+    ca = str(ROOT / ".lab" / "ca.crt")
+    sched = run_kubesched({}, "--client-ca-file", ca)
+    assert sched.get("/metrics")[0] == 401
+    assert sched.get("/healthz") == (200, "ok")
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(creds.cert_file, creds.key_file)
+    with urllib.request.urlopen(f"https://127.0.0.1:{sched.port}/metrics", context=context, timeout=5) as resp:
+        assert resp.status == 200 and b"scheduler_pending_pods" in resp.read()
+
+
+def test_explain_shows_every_node_and_the_scores(kubesched_cli, nodes, core_v1, namespace, tmp_path, lab_kubeconfig):
+    tainted = settle_taints(core_v1, nodes(1, prefix="ex-tainted-"), [{"key": "dedicated", "value": "db",
+                                                                          "effect": "NoSchedule"}])[0]
+    small, big = settle_taints(core_v1, nodes(1, prefix="ex-small-", cpu="1") + nodes(1, prefix="ex-big-", cpu="8"))
+    name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
+    core_v1.create_namespaced_pod(namespace, pod_manifest("pending", schedulerName=name, containers=[
+        {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "2"}}}]),
+        _preload_content=False)
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                                      "kind": "KubeSchedulerConfiguration",
+                                      "clientConnection": {"kubeconfig": lab_kubeconfig},
+                                      "profiles": [{"schedulerName": name}]}))
+    code, out, err = kubesched_cli("explain", f"{namespace}/pending", "--config", str(config))
+    assert code == 0, err
+    nodes_table, scores_table = out.split("Scores of feasible nodes")
+    rows = {line.split()[0]: line for line in nodes_table.splitlines() if line.startswith("ex-")}
+    assert "TaintToleration" in rows[tainted] and "untolerated taint(s)" in rows[tainted]
+    assert "NodeResourcesFit" in rows[small] and "Insufficient cpu" in rows[small]
+    assert "feasible" in rows[big]
+    assert big in scores_table and "NodeResourcesFit" in scores_table
+    assert small not in scores_table and tainted not in scores_table
+    code, _, err = kubesched_cli("explain", f"{namespace}/missing", "--config", str(config))
+    assert code != 0 and f"pod {namespace}/missing not found" in err
+
+
+def test_readyz_is_false_until_caches_sync(run_kubesched, tmp_path):
+    """Through a kubeconfig whose server never answers, kubesched serves but is never ready."""
+    unreachable = tmp_path / "kc"
+    unreachable.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    sched = run_kubesched({"clientConnection": {"kubeconfig": str(unreachable)}}, wait_ready=False)
+
+    def answered():
+        try:
+            return sched.get("/readyz")
+        except (OSError, urllib.error.URLError):
+            return None
+
+    code, text = wait_for(answered, 15, what="/readyz to answer")
+    assert code == 500 and "failed" in text
+    assert sched.get("/livez")[0] == 200
