@@ -227,3 +227,44 @@ def test_default_args_are_least_allocated_cpu_memory():
     # weight 0 defaults to 1
     plugin = NodeResourcesFit({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu"}]}})
     assert plugin.resources == [("cpu", 1)]
+
+
+@pytest.mark.parametrize("pod_kwargs, want_cpu, want_mem", [
+    # pod-level requests replace the containers' sum
+    (dict(reqs=[{"cpu": "1", "memory": "1Gi"}], pod_level={"cpu": "3"}), 3000, 2**30),
+    (dict(reqs=[{"cpu": "1"}, {"cpu": "1"}], pod_level={"cpu": "500m", "memory": "1Gi"}), 500, 2**30),
+    # init container: its own request plus the sidecars started before it
+    (dict(reqs=[{"cpu": "1"}], sidecar_reqs=[{"cpu": "1"}], init_reqs=[{"cpu": "2"}]), 2000, 0),
+    (dict(reqs=[{"cpu": "1"}], init_reqs=[{"cpu": "2"}], overhead={"cpu": "250m", "memory": "1Mi"}), 2250, 2**20),
+])
+def test_pod_requests_as_upstream(pod_kwargs, want_cpu, want_mem):
+    pod = make_pod(**pod_kwargs)
+    assert (pod.requests.milli_cpu, pod.requests.memory) == (want_cpu, want_mem)
+
+
+def test_non_zero_defaults_for_node_aggregates_and_scoring():
+    from kubesched.framework.types import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, compute_pod_requests
+    # Two containers without requests count 100m/200Mi each for scoring and on the node.
+    pod = make_pod(reqs=[{}, {}])
+    assert (pod.non_zero_requests.milli_cpu, pod.non_zero_requests.memory) == (
+        2 * DEFAULT_MILLI_CPU_REQUEST, 2 * DEFAULT_MEMORY_REQUEST)
+    # With pod-level cpu and one container asking memory, the node aggregate defaults nothing
+    # (both resources are requested somewhere) while the scorers still default per container.
+    pod = make_pod(reqs=[{"memory": "1Gi"}, {}], pod_level={"cpu": "1"})
+    assert (pod.non_zero_requests.milli_cpu, pod.non_zero_requests.memory) == (1000, 2**30)
+    scoring = compute_pod_requests(pod.raw["spec"], non_zero=True, scoring=True)
+    assert (scoring.milli_cpu, scoring.memory) == (1000, 2**30 + DEFAULT_MEMORY_REQUEST)
+
+
+def test_filter_nodes_over_a_mix_equals_filter():
+    from kubesched.framework.interface import CycleState
+    plugin = NodeResourcesFit()
+    nodes = [node_with(used=[{"cpu": str(i)}]) for i in range(11)] + [node_with(pods=0)]
+    pod = make_pod(reqs=[{"cpu": "2", EXT: "0"}])
+    state = CycleState()
+    plugin.pre_filter(state, pod, nodes)
+    batch = plugin.filter_nodes(state, pod, nodes)
+    single = [plugin.filter(state, pod, n) for n in nodes]
+    assert [code_and_reasons(s) for s in batch] == [code_and_reasons(s) for s in single]
+    assert [code_and_reasons(s) for s in batch][-4:] == [None] + [(U, ("Insufficient cpu",))] * 2 + [
+        (U, ("Too many pods",))]

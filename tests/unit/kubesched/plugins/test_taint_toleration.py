@@ -68,3 +68,16 @@ def test_score(tolerations, node_taints, want):
 def test_prefer_no_schedule_never_blocks():
     node = make_node("n", taints=[taint("foo", "bar", "PreferNoSchedule")])
     assert run_filter(TaintToleration(), make_pod(), node) is None
+
+
+def test_filter_nodes_decides_each_distinct_taint_once_and_agrees_with_filter():
+    from kubesched.framework.interface import CycleState
+    plugin = TaintToleration()
+    pod = make_pod(tolerations=[tol("gpu", "Exists", effect="NoSchedule")])
+    nodes = [make_node("a"), make_node("b", taints=[taint("gpu", "x")]),
+             make_node("c", taints=[taint("gpu", "x"), taint("team", "blue")]),
+             make_node("d", taints=[taint("spot", "1", "PreferNoSchedule")]), make_node("e", taints=[taint("gpu", "y")])]
+    state = CycleState()
+    batch = plugin.filter_nodes(state, pod, nodes)
+    assert [code_and_reasons(s) for s in batch] == [code_and_reasons(plugin.filter(state, pod, n)) for n in nodes]
+    assert [s is None for s in batch] == [True, True, False, True, True]
