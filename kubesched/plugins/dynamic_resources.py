@@ -9,9 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.framework.interface import ClusterEvent, Code, Status
+from kubesched.config.load import parse_duration
+from kubesched.framework.interface import ClusterEvent, Code, PluginArgsError, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper import UNSUPPORTED_CLAIMS_ADVICE, args_dict, check_known_fields
+
+
+def _duration(args: dict, key: str, default: float) -> float:
+    value = args.get(key)
+    if value is None:
+        return default
+    try:
+        return parse_duration(str(value))
+    except ValueError as err:
+        raise PluginArgsError(key, str(err)) from None
 
 
 class DynamicResources:
@@ -19,7 +30,15 @@ class DynamicResources:
 
     def __init__(self, args: dict | None = None, handle: Any = None):
         self.handle = handle
-        check_known_fields(args_dict(args, self.name), ("filterTimeout", "bindingTimeout"))
+        args = args_dict(args, self.name)
+        check_known_fields(args, ("filterTimeout", "bindingTimeout"))
+        # Validated as 1.37 validates them (both gates on), though kubesched allocates nothing.
+        self.filter_timeout = _duration(args, "filterTimeout", 10.0)
+        if self.filter_timeout < 0:
+            raise PluginArgsError("filterTimeout", f"Invalid value: {args['filterTimeout']!r}: must be zero or positive")
+        self.binding_timeout = _duration(args, "bindingTimeout", 600.0)
+        if self.binding_timeout < 1:
+            raise PluginArgsError("bindingTimeout", f"Invalid value: {args['bindingTimeout']!r}: must be at least 1 second")
 
     def events_to_register(self) -> list[ClusterEvent]:
         # spec.resourceClaims is immutable: no cluster event makes a rejected pod schedulable.

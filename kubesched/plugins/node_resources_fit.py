@@ -24,14 +24,12 @@ from kubesched.plugins.helper import (
     args_dict,
     check_known_fields,
     dict_arg,
-    int_arg,
     list_arg,
     qualified_name_error,
     resource_specs,
 )
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
-    MAX_CUSTOM_PRIORITY_SCORE,
     allocated_score_cpu_memory,
     is_cpu_and_memory,
     least_resource_scorer,
@@ -39,6 +37,7 @@ from kubesched.plugins.resource_allocation import (
     node_allocatable_request,
     pod_resource_requests,
     requested_to_capacity_ratio_scorer,
+    validate_shape,
 )
 
 LEAST_ALLOCATED = "LeastAllocated"
@@ -48,31 +47,6 @@ STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 PRE_FILTER_STATE_KEY = "PreFilterNodeResourcesFit"
 PRE_SCORE_STATE_KEY = "PreScoreNodeResourcesFit"
 TOO_MANY_PODS = "Too many pods"
-
-
-def validate_shape(raw: Any, path: str) -> list[tuple[int, int]]:
-    """validateFunctionShape: utilization in [0, 100] increasing, score in [0, 10]."""
-    if not raw:
-        raise PluginArgsError(path, "Required value: at least one point must be specified")
-    if not isinstance(raw, list):
-        raise PluginArgsError(path, "must be a list of {utilization, score} points")
-    shape = []
-    for i, point in enumerate(raw):
-        if not isinstance(point, dict):
-            raise PluginArgsError(f"{path}[{i}]", "must be a mapping with utilization and score")
-        check_known_fields(point, ("utilization", "score"), f"{path}[{i}].")
-        shape.append((int_arg(point, "utilization", 0, f"{path}[{i}]."), int_arg(point, "score", 0, f"{path}[{i}].")))
-    for i in range(1, len(shape)):
-        if shape[i - 1][0] >= shape[i][0]:
-            raise PluginArgsError(f"{path}[{i}].utilization",
-                                  f"Invalid value: {shape[i][0]}: values must be sorted in increasing order")
-    for i, (utilization, score) in enumerate(shape):
-        if not 0 <= utilization <= 100:
-            raise PluginArgsError(f"{path}[{i}].utilization", f"Invalid value: {utilization}: not in valid range [0, 100]")
-        if not 0 <= score <= MAX_CUSTOM_PRIORITY_SCORE:
-            raise PluginArgsError(f"{path}[{i}].score",
-                                  f"Invalid value: {score}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
-    return shape
 
 
 def validate_resource_weights(resources: list[tuple[str, int]], path: str) -> None:

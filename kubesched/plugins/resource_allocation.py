@@ -10,9 +10,9 @@ requests. Scorers are hot paths.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
-from kubesched.framework.interface import MAX_NODE_SCORE
+from kubesched.framework.interface import MAX_NODE_SCORE, PluginArgsError
 from kubesched.framework.types import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -22,7 +22,7 @@ from kubesched.framework.types import (
     compute_pod_requests,
     is_scalar_resource_name,
 )
-from kubesched.plugins.helper import go_div
+from kubesched.plugins.helper import check_known_fields, go_div, int_arg
 
 DEFAULT_RESOURCES: list[tuple[str, int]] = [(CPU, 1), (MEMORY, 1)]
 MAX_UTILIZATION = 100
@@ -110,6 +110,31 @@ def least_resource_scorer(resources: list[tuple[str, int]]) -> Scorer:
 
 def most_resource_scorer(resources: list[tuple[str, int]]) -> Scorer:
     return weighted_scorer(resources, most_requested_score)
+
+
+def validate_shape(raw: Any, path: str) -> list[tuple[int, int]]:
+    """validateFunctionShape: utilization in [0, 100] increasing, score in [0, 10]."""
+    if not raw:
+        raise PluginArgsError(path, "Required value: at least one point must be specified")
+    if not isinstance(raw, list):
+        raise PluginArgsError(path, "must be a list of {utilization, score} points")
+    shape = []
+    for i, point in enumerate(raw):
+        if not isinstance(point, dict):
+            raise PluginArgsError(f"{path}[{i}]", "must be a mapping with utilization and score")
+        check_known_fields(point, ("utilization", "score"), f"{path}[{i}].")
+        shape.append((int_arg(point, "utilization", 0, f"{path}[{i}]."), int_arg(point, "score", 0, f"{path}[{i}].")))
+    for i in range(1, len(shape)):
+        if shape[i - 1][0] >= shape[i][0]:
+            raise PluginArgsError(f"{path}[{i}].utilization",
+                                  f"Invalid value: {shape[i][0]}: values must be sorted in increasing order")
+    for i, (utilization, score) in enumerate(shape):
+        if not 0 <= utilization <= 100:
+            raise PluginArgsError(f"{path}[{i}].utilization", f"Invalid value: {utilization}: not in valid range [0, 100]")
+        if not 0 <= score <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise PluginArgsError(f"{path}[{i}].score",
+                                  f"Invalid value: {score}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+    return shape
 
 
 def broken_linear_function(shape: list[tuple[int, int]]) -> Callable[[int], int]:

@@ -19,6 +19,9 @@ from kubesched.plugins.helper import (
     pod_volume_claims,
     unsupported_volume_claims_reason,
 )
+from kubesched.plugins.resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, validate_shape
+
+DEFAULT_SHAPE = [(0, MAX_CUSTOM_PRIORITY_SCORE), (100, 0)]
 
 
 class ClaimsUnsupported:
@@ -57,3 +60,6 @@ class VolumeBinding(ClaimsUnsupported):
         if self.bind_timeout_seconds < 0:
             raise PluginArgsError("bindTimeoutSeconds", f"Invalid value: {self.bind_timeout_seconds}: "
                                   "invalid BindTimeoutSeconds, should not be a negative value")
+        # StorageCapacityScoring is on by default in 1.37: shape defaults and is validated as
+        # RequestedToCapacityRatio's (kubesched never scores volumes, see above).
+        self.shape = validate_shape(args["shape"], "shape") if args.get("shape") is not None else DEFAULT_SHAPE

@@ -84,3 +84,36 @@ def test_volume_binding_args():
     with pytest.raises(PluginArgsError) as err:
         VolumeBinding({"bindTimeoutSeconds": -1})
     assert err.value.field == "bindTimeoutSeconds"
+
+
+@pytest.mark.parametrize("args, field, message", [
+    ({"shape": [{"utilization": 50, "score": 11}]}, "shape[0].score", "not in valid range [0, 10]"),
+    ({"shape": []}, "shape", "at least one point must be specified"),
+    ({"bindTimeout": 1}, "bindTimeout", "unknown field"),
+])
+def test_volume_binding_args_validation(args, field, message):
+    with pytest.raises(PluginArgsError) as err:
+        VolumeBinding(args)
+    assert err.value.field == field and message in err.value.message
+
+
+def test_volume_binding_default_shape():
+    assert VolumeBinding(None).shape == [(0, 10), (100, 0)]
+    assert VolumeBinding({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}).shape == [
+        (0, 0), (100, 10)]
+
+
+@pytest.mark.parametrize("args, field, message", [
+    ({"filterTimeout": "-1s"}, "filterTimeout", "must be zero or positive"),
+    ({"bindingTimeout": "500ms"}, "bindingTimeout", "must be at least 1 second"),
+    ({"filterTimeout": "ten seconds"}, "filterTimeout", "invalid duration"),
+])
+def test_dynamic_resources_args_validation(args, field, message):
+    with pytest.raises(PluginArgsError) as err:
+        DynamicResources(args)
+    assert err.value.field == field and message in err.value.message
+
+
+def test_dynamic_resources_default_args():
+    plugin = DynamicResources({"filterTimeout": "0s", "bindingTimeout": "1m"})
+    assert (plugin.filter_timeout, plugin.binding_timeout) == (0.0, 60.0)
