@@ -75,7 +75,7 @@ def prepare_module(module):
 
     kubeconfig is no_log because a dict holds credentials, but masking all of its strings
     would also blank out a file path, or words such as 'v1' or a cluster name, wherever they
-    appear in messages. Only the strings under `users` (tokens, keys, passwords) stay masked.
+    appear in messages. Only the credentials (the `user` of each entry in `users`) stay masked.
     """
     if not HAS_KUBERNETES:
         module.fail_json(
@@ -83,7 +83,10 @@ def prepare_module(module):
             exception=KUBERNETES_IMPORT_ERROR,
         )
     kubeconfig = module.params.get("kubeconfig")
-    secrets = set(_strings_in(kubeconfig.get("users"))) if isinstance(kubeconfig, dict) else set()
+    secrets = set()
+    if isinstance(kubeconfig, dict):
+        for entry in kubeconfig.get("users") or []:
+            secrets.update(_strings_in(entry.get("user") if isinstance(entry, dict) else entry))
     module.no_log_values.difference_update(set(_strings_in(kubeconfig)) - secrets)
 
 
@@ -310,9 +313,12 @@ class KubeApi(object):
     def delete_priority_class(self, name, resource_version, dry_run=False):
         """Delete only the version that was read, so a concurrent change is not lost silently."""
         body = {"preconditions": {"resourceVersion": resource_version}}
+        if dry_run:
+            # With a DeleteOptions body the API server reads the options from the body alone and
+            # ignores the dryRun query parameter; a dry run must say so in the body.
+            body["dryRun"] = ["All"]
         return self._call(
-            "delete", "priorityclasses", name, self.scheduling.delete_priority_class, name,
-            body=body, dry_run="All" if dry_run else None,
+            "delete", "priorityclasses", name, self.scheduling.delete_priority_class, name, body=body,
         )
 
     def can_i(self, verb, group, resource):

@@ -6,11 +6,11 @@ import uuid
 
 import pytest
 
-from .helpers import module_command, module_env, parse_result, read_json
+from .helpers import module_command, module_env, read_json, run_in_process
 
 
 @pytest.fixture
-def run_module(lab_kubeconfig, tmp_path):
+def run_module(lab_kubeconfig):
     """run_module(name, check_mode=False, diff=True, env=None, **args) -> the module's JSON result.
 
     kubeconfig defaults to the lab's admin kubeconfig; pass kubeconfig=None to leave it out.
@@ -18,9 +18,7 @@ def run_module(lab_kubeconfig, tmp_path):
     def run(module, check_mode=False, diff=True, env=None, **args):
         args.setdefault("kubeconfig", lab_kubeconfig)
         args = {key: value for key, value in args.items() if value is not None}
-        completed = subprocess.run(module_command(module, args, tmp_path, check_mode, diff), env=module_env(env),
-                                   capture_output=True, text=True, timeout=120)
-        return parse_result(completed.stdout, completed.stderr)
+        return run_in_process(module, args, check_mode=check_mode, diff=diff, env=env)
     return run
 
 
@@ -59,18 +57,26 @@ def scheduling_v1(api_client):
 
 @pytest.fixture
 def cluster_snapshot(core_v1, scheduling_v1):
-    """snapshot() -> every node and PriorityClass with its resourceVersion, to prove nothing was written."""
-    def snapshot():
+    """snapshot(names) -> the named nodes and PriorityClasses with their resourceVersions.
+
+    Equal snapshots prove nothing was written to them. Names that do not exist are recorded
+    as absent, so a snapshot also proves nothing was created. (Other suites share the lab and
+    create their own nodes meanwhile, so the snapshot covers only the names a test owns.)
+    """
+    def snapshot(names):  # names: ("node" | "priorityclass", name) pairs
+        names = set(names)
         nodes = read_json(core_v1.list_node)["items"]
         classes = read_json(scheduling_v1.list_priority_class)["items"]
-        return {
-            "nodes": {node["metadata"]["name"]: (node["metadata"]["resourceVersion"], node["spec"].get("taints"),
+        state = dict.fromkeys(names)
+        state.update({
+            ("node", node["metadata"]["name"]): (node["metadata"]["resourceVersion"], node["spec"].get("taints"),
                                                  node["metadata"].get("labels"), node["spec"].get("unschedulable"))
-                      for node in nodes},
-            "priorityclasses": {pc["metadata"]["name"]: (pc["metadata"]["resourceVersion"], pc.get("value"),
-                                                         pc.get("globalDefault"), pc.get("preemptionPolicy"))
-                                for pc in classes},
-        }
+            for node in nodes if ("node", node["metadata"]["name"]) in names})
+        state.update({
+            ("priorityclass", pc["metadata"]["name"]): (pc["metadata"]["resourceVersion"], pc.get("value"),
+                                                        pc.get("globalDefault"), pc.get("preemptionPolicy"))
+            for pc in classes if ("priorityclass", pc["metadata"]["name"]) in names})
+        return state
     return snapshot
 
 

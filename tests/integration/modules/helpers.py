@@ -1,10 +1,15 @@
-"""Running the collection's modules as Ansible runs them on a host, and reading the lab back.
+"""Running the collection's modules against the lab, and reading the lab back.
 
-A module runs as a Python process given a JSON args file
-(`python -m ansible_collections.kubesched.scheduler.plugins.modules.<name> args.json`), which
-executes the real AnsibleModule code path without a playbook's start-up cost.
+`run_in_process` runs a module's main() with its arguments exposed the way Ansible passes
+them (ansible.module_utils.testing.patch_module_args): the real AnsibleModule code path,
+without paying the kubernetes client's import for every call. `module_command` runs a
+module as its own Python process given a JSON args file, as Ansible runs it on a host;
+the concurrency tests use it, and test_playbook.py goes through ansible-playbook.
 """
 
+import contextlib
+import importlib
+import io
 import json
 import os
 import sys
@@ -20,6 +25,36 @@ def _ensure_collection_link():
     if not os.path.exists(link):
         os.makedirs(os.path.dirname(link), exist_ok=True)
         os.symlink(REPO_ROOT, link)
+
+
+def _import_module(module):
+    _ensure_collection_link()
+    if COLLECTIONS_PATH not in sys.path:
+        sys.path.insert(0, COLLECTIONS_PATH)
+    return importlib.import_module("%s.%s" % (MODULE_PACKAGE, module))
+
+
+def run_in_process(module, args, check_mode=False, diff=True, env=None):
+    """Run the module's main() once; env temporarily sets environment variables (K8S_AUTH_*)."""
+    from ansible.module_utils.testing import patch_module_args
+
+    main = _import_module(module).main
+    output = io.StringIO()
+    saved = dict(os.environ)
+    try:
+        for key in [key for key in os.environ if key.startswith("K8S_AUTH_")]:
+            del os.environ[key]
+        os.environ.update(env or {})
+        with patch_module_args(dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)):
+            with contextlib.redirect_stdout(output):
+                try:
+                    main()
+                except SystemExit:
+                    pass
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return parse_result(output.getvalue())
 
 
 def module_env(extra=None):
