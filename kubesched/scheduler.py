@@ -61,18 +61,11 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
 
 
 def select_host(names: list[str], totals: list[int], rng: random.Random = random) -> str:  # type: ignore[assignment]
-    """The highest total; ties broken uniformly at random by reservoir sampling."""
-    best = -1
-    chosen = ""
-    ties = 0
-    for name, total in zip(names, totals):
-        if total > best:
-            best, chosen, ties = total, name, 1
-        elif total == best:
-            ties += 1
-            if rng.randrange(ties) == 0:
-                chosen = name
-    return chosen
+    """The highest total; ties broken uniformly at random (the same distribution as
+    upstream's reservoir sampling, with one random draw instead of one per tie)."""
+    best = max(totals)
+    tied = [i for i, total in enumerate(totals) if total == best]
+    return names[tied[0] if len(tied) == 1 else tied[rng.randrange(len(tied))]]
 
 
 class ScheduleResult:
@@ -429,28 +422,50 @@ class Scheduler:
             return [nodes[(start_index + i) % num_all] for i in range(min(to_find, num_all))]
         started = time.perf_counter()
         plugins = fwk.active_filter_plugins(state)
-        check = fwk.run_filter_plugins_with_nominated_pods
         feasible: list[NodeInfo] = []
         statuses = diagnosis.node_to_status
         code = "Success"
+        position = 0
         try:
-            for i in range(num_all):
-                node = nodes[(start_index + i) % num_all]
-                status = check(state, pod, node, plugins)
-                if status is None or status.code == Code.SUCCESS:
-                    feasible.append(node)
-                    if len(feasible) >= to_find:
-                        break
-                elif status.code == Code.ERROR:
-                    code = "Error"
-                    raise RuntimeError(status.message())
-                else:
+            # Chunks of exactly the number still needed: never more nodes are evaluated than
+            # node-by-node filtering would, so the round-robin start index moves the same.
+            while position < num_all and len(feasible) < to_find:
+                size = min(to_find - len(feasible), num_all - position)
+                chunk = [nodes[(start_index + position + i) % num_all] for i in range(size)]
+                position += size
+                for node, status in self._filter_chunk(fwk, state, pod, chunk, plugins, feasible):
                     statuses[node.name] = status
                     diagnosis.add_plugin_status(status)
             return feasible
+        except Exception:
+            code = "Error"
+            raise
         finally:
             metrics.framework_extension_point_duration.labels("Filter", code, fwk.profile_name).observe(
                 time.perf_counter() - started)
+
+    def _filter_chunk(self, fwk: Framework, state: CycleState, pod: PodInfo, chunk: list[NodeInfo],
+                      plugins: list[Any], feasible: list[NodeInfo]) -> list[tuple[NodeInfo, Status]]:
+        """Filter one chunk, appending fitting nodes to feasible in chunk order."""
+        if not self.nominator.has_nominated_pods():
+            passed, rejected = fwk.run_filter_plugins_on_nodes(state, pod, chunk, plugins)
+            feasible.extend(passed)
+            return rejected
+        # Nodes with nominated pods need the two-pass check; the rest go in one batch.
+        plain = [n for n in chunk if not self.nominator.nominated_pods_for_node(n.name)]
+        passed_plain, rejected = fwk.run_filter_plugins_on_nodes(state, pod, plain, plugins)
+        fits = {n.name for n in passed_plain}
+        for node in chunk:
+            if self.nominator.nominated_pods_for_node(node.name):
+                status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node, plugins)
+                if status is None or status.code == Code.SUCCESS:
+                    fits.add(node.name)
+                elif status.code == Code.ERROR:
+                    raise RuntimeError(status.message())
+                else:
+                    rejected.append((node, status))
+        feasible.extend(n for n in chunk if n.name in fits)
+        return rejected
 
     def prioritize_nodes(self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
                          breakdown: dict[str, dict[str, int]] | None = None) -> list[int]:

@@ -116,6 +116,9 @@ class FakeCpuFit:
             return Status(Code.UNSCHEDULABLE, "Insufficient cpu")
         return None
 
+    def filter_nodes(self, state: Any, pod: PodInfo, nodes: list) -> list:
+        return [self.filter(state, pod, n) for n in nodes]
+
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
                 ClusterEvent(EventResource.POD, ActionType.DELETE)]

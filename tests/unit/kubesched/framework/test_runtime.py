@@ -154,3 +154,31 @@ def test_nominated_pods_take_room_when_filtering(fake_registry):
     # A lower-priority nominated pod does not block.
     assert fwk.run_filter_plugins_with_nominated_pods(CycleState(), pod("top", cpu="600m", priority=100), node) is None
     assert len(node.pods) == 0  # the node itself is never modified
+
+
+def test_batch_filtering_matches_node_by_node(fake_registry):
+    fwk = framework()
+    nodes = [NodeInfo(node_raw("ok")), NodeInfo(node_raw("broken", labels={"broken": "yes", "reject": "yes"})),
+             NodeInfo(node_raw("full", cpu="100m")), NodeInfo(node_raw("rejected", labels={"reject": "yes"})),
+             NodeInfo(node_raw("ok2"))]
+    incoming = pod("p", cpu="500m")
+    plugins = fwk.active_filter_plugins(CycleState())
+    passed, rejected = fwk.run_filter_plugins_on_nodes(CycleState(), incoming, nodes, plugins)
+    one_by_one = {n.name: fwk.run_filter_plugins(CycleState(), incoming, n) for n in nodes}
+    assert [n.name for n in passed] == [name for name, st in one_by_one.items() if st is None]
+    assert {n.name: (s.plugin, s.reasons) for n, s in rejected} == {
+        name: (st.plugin, st.reasons) for name, st in one_by_one.items() if st is not None}
+
+
+def test_batch_filter_error_names_the_plugin(fake_registry):
+    from kubesched.framework.runtime import FilterError
+
+    class Broken:
+        name = "Broken"
+
+        def filter(self, state, pod, node_info):
+            raise ValueError("boom")
+
+    fwk = framework()
+    with pytest.raises(FilterError, match='running "Broken" filter plugin: boom'):
+        fwk.run_filter_plugins_on_nodes(CycleState(), pod("p"), [NodeInfo(node_raw("n"))], [Broken()])
