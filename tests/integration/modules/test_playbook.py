@@ -1,0 +1,56 @@
+"""The modules through ansible-playbook, with the connection coming from K8S_AUTH_KUBECONFIG alone."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from .helpers import COLLECTIONS_PATH, module_env, node_state
+
+PLAYBOOK = textwrap.dedent("""\
+    - name: Dedicate a node to the blue team
+      hosts: localhost
+      gather_facts: false
+      tasks:
+        - name: Node {node} is tainted for the blue team
+          kubesched.scheduler.node_taint:
+            name: "{node}"
+            taints: ["app=blue:NoSchedule"]
+
+        - name: Node {node} is cordoned
+          kubesched.scheduler.node_cordon:
+            name: "{node}"
+    """)
+
+
+def _play(tmp_path, node, lab_kubeconfig, *options):
+    """Run the playbook with the json callback; returns {task name: result}."""
+    playbook = tmp_path / "site.yml"
+    playbook.write_text(PLAYBOOK.format(node=node))
+    env = module_env({"K8S_AUTH_KUBECONFIG": lab_kubeconfig, "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+                      "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_LOCALHOST_WARNING": "false",
+                      "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS_PATH})
+    ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    completed = subprocess.run([ansible_playbook, "-i", "localhost,", "-c", "local", str(playbook)] + list(options),
+                               env=env, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    report = json.loads(completed.stdout)
+    return {task["task"]["name"]: task["hosts"]["localhost"] for task in report["plays"][0]["tasks"]}
+
+
+def test_playbook_check_diff_then_apply(bare_nodes, core_v1, lab_kubeconfig, tmp_path):
+    (node,) = bare_nodes(1)
+    taint_task, cordon_task = "Node %s is tainted for the blue team" % node, "Node %s is cordoned" % node
+
+    preview = _play(tmp_path, node, lab_kubeconfig, "--check", "--diff")
+    assert preview[taint_task]["changed"] is True and preview[cordon_task]["changed"] is True
+    assert preview[taint_task]["diff"][0]["after"] == {"taints": [{"key": "app", "value": "blue",
+                                                                   "effect": "NoSchedule"}]}
+    assert preview[cordon_task]["diff"][0]["after"] == {"unschedulable": True}
+    assert node_state(core_v1, node)["taints"] == [] and node_state(core_v1, node)["unschedulable"] is False
+
+    applied = _play(tmp_path, node, lab_kubeconfig)
+    assert applied[taint_task]["changed"] is True and applied[cordon_task]["changed"] is True
+    assert node_state(core_v1, node)["taints"] == [{"key": "app", "value": "blue", "effect": "NoSchedule"}]
+    assert node_state(core_v1, node)["unschedulable"] is True
