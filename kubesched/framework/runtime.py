@@ -326,23 +326,21 @@ class Framework:
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo,
                                          node_info: NodeInfo) -> Status | None:
-        for plugin, ext in self.pre_filter_extensions:
-            if plugin.name in state.skip_filter_plugins:
-                continue
-            status = ext.add_pod(state, pod, pod_to_add, node_info)
-            if status is not None and not status.is_success():
-                return Status(Code.ERROR, f'running AddPod on PreFilter plugin "{plugin.name}": '
-                                          f"{status.message()}", plugin=plugin.name)
-        return None
+        return self._run_pre_filter_extension("add_pod", "AddPod", state, pod, pod_to_add, node_info)
 
     def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo,
                                             node_info: NodeInfo) -> Status | None:
+        return self._run_pre_filter_extension("remove_pod", "RemovePod", state, pod, pod_to_remove, node_info)
+
+    def _run_pre_filter_extension(self, method: str, upstream_name: str, state: CycleState, pod: PodInfo,
+                                  other: PodInfo, node_info: NodeInfo) -> Status | None:
+        """Tell every PreFilter plugin's extensions that `other` joins or leaves node_info."""
         for plugin, ext in self.pre_filter_extensions:
             if plugin.name in state.skip_filter_plugins:
                 continue
-            status = ext.remove_pod(state, pod, pod_to_remove, node_info)
+            status = getattr(ext, method)(state, pod, other, node_info)
             if status is not None and not status.is_success():
-                return Status(Code.ERROR, f'running RemovePod on PreFilter plugin "{plugin.name}": '
+                return Status(Code.ERROR, f'running {upstream_name} on PreFilter plugin "{plugin.name}": '
                                           f"{status.message()}", plugin=plugin.name)
         return None
 
