@@ -355,6 +355,8 @@ class Framework:
         final: Status | None = None
         try:
             for plugin in self.post_filter_plugins:
+                # Upstream counts every PostFilter (preemption) run as an attempt.
+                metrics.preemption_attempts.inc()
                 node, status = plugin.post_filter(state, pod, statuses)
                 if status is None or status.is_success():
                     final = status or Status()
