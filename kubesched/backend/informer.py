@@ -113,6 +113,10 @@ class Informer:
         for key, obj in fresh.items():
             old = old_store.get(key)
             self.store[key] = obj
+            if old is not None and _uid(old) != _uid(obj):
+                # Deleted and re-created under the same name while we were not watching.
+                self.on_delete(old)
+                old = None
             if old is None:
                 self.on_add(obj)
             elif _rv(old) != _rv(obj):
@@ -135,15 +139,22 @@ class Informer:
             if etype == "ADDED" or etype == "MODIFIED":
                 old = self.store.get(key)
                 self.store[key] = obj
+                if old is not None and _uid(old) != _uid(obj):
+                    self.on_delete(old)
+                    old = None
                 if old is None:
                     self.on_add(obj)
                 else:
                     self.on_update(old, obj)
             elif etype == "DELETED":
-                old = self.store.pop(key, None)
-                self.on_delete(obj if old is None else obj)
+                self.store.pop(key, None)
+                self.on_delete(obj)
             if rv:
                 self.resource_version = rv
+
+
+def _uid(obj: dict) -> str:
+    return (obj.get("metadata") or {}).get("uid", "")
 
 
 def _rv(obj: dict) -> str:

@@ -143,6 +143,9 @@ class SchedulingQueue:
         self.clock = clock
         self.cond = threading.Condition()
         self.entries: dict[str, QueuedPod] = {}  # uid -> entry, for pods in any of the three places
+        # The unschedulable (and gated) entries alone: cluster events scan only these, not the
+        # thousands of pods that may be waiting in activeQ.
+        self.unschedulable: dict[str, QueuedPod] = {}
         self.active_heap: list[_ActiveItem] = []
         self.backoff_heap: list[tuple[float, int, QueuedPod]] = []
         self.in_flight: dict[str, QueuedPod] = {}
@@ -168,6 +171,7 @@ class SchedulingQueue:
             self.cond.notify()
         elif where == UNSCHEDULABLE:
             entry.unschedulable_since = self.clock()
+            self.unschedulable[entry.pod.uid] = entry
         self.counts[GATED if where == UNSCHEDULABLE and entry.gated_by else where] += 1
         self._publish()
         queue_label = GATED if where == UNSCHEDULABLE and entry.gated_by else where
@@ -178,6 +182,7 @@ class SchedulingQueue:
         if entry.where:
             self.counts[GATED if entry.where == UNSCHEDULABLE and entry.gated_by else entry.where] -= 1
             self.entries.pop(entry.pod.uid, None)
+            self.unschedulable.pop(entry.pod.uid, None)
             entry.where = ""
             entry.seq = -1
 
@@ -359,7 +364,7 @@ class SchedulingQueue:
         with self.cond:
             self.move_request_cycle = self.scheduling_cycle
             label = _event_label(event)
-            for entry in [e for e in self.entries.values() if e.where == UNSCHEDULABLE]:
+            for entry in list(self.unschedulable.values()):
                 if pre_check is not None and not pre_check(entry.pod):
                     continue
                 if entry.gated_by:
@@ -397,7 +402,7 @@ class SchedulingQueue:
     def flush_unschedulable_leftover(self) -> None:
         with self.cond:
             now = self.clock()
-            for entry in [e for e in self.entries.values() if e.where == UNSCHEDULABLE and not e.gated_by]:
+            for entry in [e for e in self.unschedulable.values() if not e.gated_by]:
                 if now - entry.unschedulable_since > self.max_in_unschedulable:
                     self._requeue(entry, EVENT_UNSCHEDULABLE_TIMEOUT)
 

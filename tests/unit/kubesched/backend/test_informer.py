@@ -74,3 +74,13 @@ def test_lost_connection_retries_from_the_last_version(monkeypatch):
         [ConnectionResetError("reset by peer"), [{"type": "ADDED", "object": obj("a", "11")}]])
     assert seen == [("add", "a")]
     assert inf.relists == 1 and client.watch_rvs[:2] == ["10", "10"]
+
+
+def test_recreated_object_is_a_delete_and_an_add_not_an_update():
+    old = {"metadata": {"name": "a", "uid": "1", "resourceVersion": "1"}}
+    new = {"metadata": {"name": "a", "uid": "2", "resourceVersion": "5"}}
+    inf, client, seen = run(
+        [{"metadata": {"resourceVersion": "1"}, "items": [old]},
+         {"metadata": {"resourceVersion": "9"}, "items": [new]}],
+        [WatchExpired("gone"), []])
+    assert seen == [("add", "a"), ("delete", "a"), ("add", "a")]
