@@ -203,7 +203,11 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
 def _profile(raw: dict, index: int, default_plugins: list[tuple[str, int]]) -> Profile:
     path = f"profiles[{index}]"
     profile = Profile(path=path)
-    profile.scheduler_name = raw.get("schedulerName") or DEFAULT_SCHEDULER_NAME
+    # As upstream's v1 defaulting: only an absent schedulerName becomes default-scheduler; an
+    # empty one (say, a template variable left empty) is an error, not a claim on every pod.
+    if "schedulerName" in raw and not raw["schedulerName"]:
+        raise ConfigError(f"{path}.schedulerName", "Required value: set the name pods use in spec.schedulerName")
+    profile.scheduler_name = raw.get("schedulerName", DEFAULT_SCHEDULER_NAME)
     profile.percentage_of_nodes_to_score = raw.get("percentageOfNodesToScore")
     raw_plugins = raw.get("plugins") or {}
     defaults = {"multiPoint": PluginSet(enabled=[PluginRef(n, w) for n, w in default_plugins])}
