@@ -14,6 +14,7 @@ import argparse
 import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -252,7 +253,7 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
                               livez_checks={"leaderElection": liveness},
                               readyz_checks={"sched-handler-sync": readiness})
         server.start()
-    except (OSError, ssl_error()) as err:
+    except (OSError, ssl.SSLError) as err:
         return _fail(f"cannot serve on {args.bind_address}:{args.secure_port}: {err}")
 
     def on_signal(signum: int, _frame) -> None:
@@ -289,17 +290,12 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
             exit_code[0] = EXIT_FAILURE
             stop.set()
 
-        elector = LeaderElector(le_client, cfg.leader_election, identity,
-                                on_started_leading=lead, on_stopped_leading=stopped_leading)
-        # Stop scheduling first, then release, so no pod is placed after the lease is given up.
-        original_release = elector.release
-
-        def release_after_scheduling_stops() -> bool:
+        def stop_scheduling() -> None:
             stop.set()
             scheduling_done.wait(timeout=5.0)
-            return original_release()
 
-        elector.release = release_after_scheduling_stops  # type: ignore[method-assign]
+        elector = LeaderElector(le_client, cfg.leader_election, identity, on_started_leading=lead,
+                                on_stopped_leading=stopped_leading, before_release=stop_scheduling)
         elector.run()
     else:
         thread = threading.Thread(target=lead, name="scheduling", daemon=True)
@@ -314,12 +310,6 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
         # As kube-scheduler: leadership lost means exit non-zero, let the supervisor restart us.
         os._exit(exit_code[0])
     return exit_code[0]
-
-
-def ssl_error():
-    import ssl
-
-    return ssl.SSLError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
-from kubesched.framework.fit_error import Diagnosis, FitError
+from kubesched.framework.fit_error import FitError
 from kubesched.framework.interface import Code, CycleState
 from kubesched.framework.types import PodInfo
 
@@ -78,5 +78,3 @@ def explain_pod(cfg: KubeSchedulerConfiguration, client: ApiClient, pod_ref: str
     out.append(_table(["NODE", "TOTAL", *plugins], score_rows))
     return "".join(out)
 
-
-__all__ = ["explain_pod", "Diagnosis"]

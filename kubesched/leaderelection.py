@@ -37,6 +37,7 @@ def _micro(ts: float) -> str:
 class LeaderElector:
     def __init__(self, client, config: LeaderElection, identity: str, *,
                  on_started_leading: Callable[[], None], on_stopped_leading: Callable[[], None],
+                 before_release: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
                  sleep: Callable[[threading.Event, float], bool] | None = None):
         self.client = client
@@ -44,6 +45,9 @@ class LeaderElector:
         self.identity = identity
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
+        # Called on a clean stop before the lease is given up: the caller stops acting as
+        # leader first, so nothing is scheduled once another candidate may lead.
+        self.before_release = before_release or (lambda: None)
         self.clock = clock
         self.wall = wall
         self._sleep = sleep or (lambda ev, seconds: ev.wait(seconds))
@@ -169,6 +173,7 @@ class LeaderElector:
         self.leading = False
         metrics.leader_election_master_status.labels(self.cfg.resource_name).set(0)
         if clean:
+            self.before_release()
             self.release()
         self.on_stopped_leading()
         return clean

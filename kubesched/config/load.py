@@ -8,7 +8,7 @@ what to fix. Nothing here contacts the cluster.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -382,10 +382,10 @@ def _parse(raw: Any, source: str) -> KubeSchedulerConfiguration:
     return cfg
 
 
-def _set(raw: dict, key: str, obj: Any, attr: str, convert: Callable[[Any], Any] | None = None) -> None:
+def _set(raw: dict, key: str, obj: Any, attr: str) -> None:
     value = raw.get(key)
     if value is not None:
-        setattr(obj, attr, convert(value) if convert else value)
+        setattr(obj, attr, value)
 
 
 def load_config(path: str) -> KubeSchedulerConfiguration:
