@@ -7,10 +7,7 @@ cd "$ROOT" || exit 1
 STAGES=${TEST_STAGES:-lint sanity unit integration molecule}
 started_lab=0
 
-cleanup() {
-  if [ "$started_lab" = 1 ] && [ "${KEEP_LAB:-0}" != 1 ]; then bash lab/lab.sh down; fi
-}
-trap cleanup EXIT
+trap '[ "$started_lab" = 1 ] && [ "${KEEP_LAB:-0}" != 1 ] && bash lab/lab.sh down' EXIT
 
 if ! bash lab/lab.sh status >/dev/null 2>&1; then
   bash lab/lab.sh up || exit 1

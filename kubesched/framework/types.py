@@ -21,9 +21,11 @@ PODS = "pods"
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
+
 def is_pod_level_resource(name: str) -> bool:
     """resourcehelper.IsSupportedPodLevelResource: cpu, memory and hugepages-*."""
     return name in (CPU, MEMORY) or name.startswith("hugepages-")
+
 
 class Resource:
     """Quantities scheduling compares: milli-CPU, bytes, pod count and extended resources."""

@@ -14,7 +14,7 @@ def run(script: str, *args: str, env: dict | None = None, timeout: int = 120) ->
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(["bash", str(ROOT / "lab" / script), *args], env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, check=False)
 
 
 def test_a_taken_port_is_named_with_the_variable_to_change(tmp_path):
