@@ -60,12 +60,10 @@ _ERRNO_RE = re.compile(r"\[Errno -?\d+\][^\"')]*")
 def _strings_in(value):
     if isinstance(value, dict):
         for item in value.values():
-            for text in _strings_in(item):
-                yield text
+            yield from _strings_in(item)
     elif isinstance(value, list):
         for item in value:
-            for text in _strings_in(item):
-                yield text
+            yield from _strings_in(item)
     elif isinstance(value, str) and value:
         yield value
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: kubesched maintainers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # ruff: noqa: E402 - Ansible requires imports below DOCUMENTATION, EXAMPLES and RETURN
 
 from __future__ import absolute_import, division, print_function

@@ -95,4 +95,3 @@ def node_state(core_v1, name):
     node = read_json(core_v1.read_node, name)
     return {"taints": node["spec"].get("taints", []), "labels": node["metadata"].get("labels", {}),
             "unschedulable": bool(node["spec"].get("unschedulable"))}
-

@@ -101,8 +101,8 @@ class TestErrors:
         return k8s_client.connect(connection(host="https://127.0.0.1:6443"))
 
     def test_forbidden_names_user_verb_and_resource(self, api):
-        error = api_error(403, "Forbidden", 'nodes "n1" is forbidden: User "jane" cannot patch resource "nodes" '
-                                             'in API group "" at the cluster scope')
+        message = 'nodes "n1" is forbidden: User "jane" cannot patch resource "nodes" in API group "" at the cluster scope'
+        error = api_error(403, "Forbidden", message)
         with pytest.raises(ModuleFailure) as failure:
             api._call("patch", "nodes", "n1", FailingMethod(error))
         assert failure.value.message.startswith(
