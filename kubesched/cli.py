@@ -293,6 +293,8 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
         def stop_scheduling() -> None:
             stop.set()
             scheduling_done.wait(timeout=5.0)
+            # No bind may reach the API server after the lease is released.
+            scheduler.wait_for_binds(timeout=5.0)
 
         elector = LeaderElector(le_client, cfg.leader_election, identity, on_started_leading=lead,
                                 on_stopped_leading=stopped_leading, before_release=stop_scheduling)

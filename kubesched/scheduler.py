@@ -299,6 +299,16 @@ class Scheduler:
                 pod.pending_plugins = set()
                 self.queue.add_unschedulable_if_not_present(pod)
 
+    def wait_for_binds(self, timeout: float) -> bool:
+        """Wait until no bind is queued or in flight (True), or timeout (False)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.binds_lock:
+                if self.binds_in_flight == 0:
+                    return True
+            time.sleep(0.01)
+        return False
+
     def shutdown(self, timeout: float = 5.0) -> None:
         self.queue.close()
         self.bind_pool.shutdown(wait=True, cancel_futures=False)
@@ -515,6 +525,16 @@ class Scheduler:
                        result: ScheduleResult, start: float) -> None:
         host = result.suggested_host
         self.queue.done(pod.uid)
+        if self.stop.is_set():
+            # Leadership is gone or we are shutting down, and binds queued behind the client's
+            # rate limit must not land after the lease has passed on: the next leader may have
+            # decided differently. The pod stays Pending for it.
+            fwk.run_reserve_plugins_unreserve(state, assumed, host)
+            self.cache.forget_pod(assumed)
+            with self.binds_lock:
+                self.binds_in_flight -= 1
+                metrics.goroutines.labels("binding").set(self.binds_in_flight)
+            return
         status: Status | None
         bind_start = time.perf_counter()
         try:
