@@ -53,6 +53,9 @@ def scheduler_config(kubeconfig: str, scheduler_name: str, *, lease_name: str = 
 
 
 class KubeschedInstance:
+    # Every instance this process started, so the harness can stop them all on the way out.
+    started: list["KubeschedInstance"] = []
+
     def __init__(self, config: dict, workdir: str | os.PathLike, name: str, *flags: str,
                  port: int | None = None, bind_address: str = "127.0.0.1"):
         self.name = name
@@ -68,6 +71,7 @@ class KubeschedInstance:
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(self.args, stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT,
                                      start_new_session=True)
+        KubeschedInstance.started.append(self)
         self._tls = ssl.create_default_context()
         # Our own instance's self-signed serving certificate; the security suite checks TLS.
         self._tls.check_hostname = False
@@ -147,6 +151,13 @@ class KubeschedInstance:
         if not self._log.closed:
             self._log.close()
         return self.proc.returncode
+
+
+def stop_all() -> None:
+    """Stop every instance still running (the harness's exit path)."""
+    for inst in KubeschedInstance.started:
+        if inst.alive():
+            inst.stop(signal.SIGKILL, timeout=5)
 
 
 def parse_metric(text: str, name: str, labels: dict[str, str] | None = None) -> float | None:

@@ -1,0 +1,112 @@
+"""`make reliability`: run the suites, print a summary, write the JSON and the doc.
+
+    .venv/bin/python -m reliability                      everything (about 20 minutes)
+    .venv/bin/python -m reliability --suite failover     one suite (repeatable)
+    .venv/bin/python -m reliability --keep-lab           leave the private lab running
+
+The private lab (default /tmp/rel-lab on 127.0.0.1:16643, etcd on 12579/12580; override with
+RELIABILITY_LAB_DIR, RELIABILITY_LAB_API_PORT, RELIABILITY_LAB_ETCD_PORT,
+RELIABILITY_LAB_ETCD_PEER_PORT) is started here and stopped at the end. A run of only some
+suites prints its summary but does not overwrite the committed results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import shutil
+import signal
+import sys
+import time
+
+from reliability import apiserver, bad_configs, bad_module_inputs, failover, races, report, roles, security
+from reliability.cluster import ROOT, Cluster, PrivateLab
+from reliability.instances import stop_all
+from reliability.masters import Masters, image_available
+from reliability.result import SuiteResult
+
+SUITES = ("bad_configs", "failover", "apiserver", "races", "bad_module_inputs", "roles", "security")
+WORKDIR = ROOT / "reliability" / "work"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reliability", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suite", action="append", choices=SUITES, help="run only this suite (repeatable)")
+    parser.add_argument("--pods", type=int, default=2000, help="failover backlog (default 2000)")
+    parser.add_argument("--restart-pods", type=int, default=1000, help="API server suite backlog (default 1000)")
+    parser.add_argument("--keep-lab", action="store_true", help="leave the private lab running at the end")
+    args = parser.parse_args(argv)
+    chosen = args.suite or list(SUITES)
+
+    shutil.rmtree(WORKDIR, ignore_errors=True)
+    WORKDIR.mkdir(parents=True)
+    workdir = str(WORKDIR)
+    lab = PrivateLab.from_env()
+    masters = Masters(lab, WORKDIR / "masters") if ("roles" in chosen or "security" in chosen) else None
+
+    def clean_up() -> None:
+        stop_all()
+        if masters is not None:
+            masters.remove()
+        if not args.keep_lab:
+            try:
+                lab.down()
+            except Exception as err:  # noqa: BLE001 - best effort on the way out
+                print(f"reliability: could not stop the private lab: {err}", file=sys.stderr)
+
+    atexit.register(clean_up)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    print(f"reliability: starting the private lab at https://127.0.0.1:{lab.api_port} ({lab.directory})", flush=True)
+    lab.up()
+    cluster = Cluster(lab.kubeconfig)
+    cluster.ensure_nodes(50)
+    results: list[SuiteResult] = []
+    roles_ran = False
+    for name in chosen:
+        started = time.monotonic()
+        print(f"reliability: suite {name} ...", flush=True)
+        if name == "bad_configs":
+            result = bad_configs.run(workdir)
+        elif name == "failover":
+            result = failover.run(cluster, workdir, pods=args.pods)
+        elif name == "apiserver":
+            result = apiserver.run(lab, cluster, workdir, pods=args.restart_pods)
+            cluster = Cluster(lab.kubeconfig)  # the old connection pool saw the restart
+        elif name == "races":
+            result = races.run(cluster, workdir)
+        elif name == "bad_module_inputs":
+            result = bad_module_inputs.run(cluster, workdir)
+        elif name == "roles":
+            if masters is None or not image_available():
+                result = SuiteResult("roles", "Role failure modes and the role's config validation")
+                result.check("the container master image exists (make setup builds it)", False,
+                             "localhost/kubesched-master:bookworm is missing")
+                result.finish()
+            else:
+                result = roles.run(lab, cluster, workdir, masters)
+                roles_ran = True
+        else:
+            result = security.run(lab, cluster, workdir, masters if roles_ran else None)
+        print(f"reliability: suite {name}: {'passed' if result.passed else 'FAILED'} "
+              f"in {time.monotonic() - started:.0f} s", flush=True)
+        results.append(result)
+
+    settings = {"suites": chosen, "failover_pods": args.pods, "apiserver_pods": args.restart_pods,
+                "lab": {"api_port": lab.api_port, "etcd_port": lab.etcd_port}}
+    data = report.build(results, settings)
+    print("\n".join(report.summary_lines(data)))
+    if set(chosen) == set(SUITES):
+        report.write_json(data)
+        report.write_doc(data)
+        print(f"reliability: wrote {report.RESULTS.relative_to(ROOT)} and {report.DOC.relative_to(ROOT)}")
+    else:
+        partial = WORKDIR / "partial.json"
+        report.write_json(data, partial)
+        print(f"reliability: a partial run; results in {partial.relative_to(ROOT)} (committed results untouched)")
+    return 0 if data["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

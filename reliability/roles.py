@@ -1,0 +1,198 @@
+"""Suite 6 (and the role's part of suite 4): the rollout stops at the first failure, and
+the masters it did not reach keep running their previous service.
+
+Two container masters are converged with playbooks/site.yml against the private lab. Then
+site.yml is run again with one thing broken at a time:
+
+- bad-config: a KubeSchedulerConfiguration naming a plugin that does not exist; the role
+  validates it before installing it, so no master's file or service may change;
+- ca-key-missing: the CA key path points nowhere while a certificate must be reissued
+  (a new SAN), so signing fails before anything restarts;
+- apiserver-unreachable: the masters are pointed at an API server address where nothing
+  listens; the first master restarts, cannot sync, fails the health gate, and the rollout
+  stops there;
+- health-fails: the secure port is changed to one another process already holds on the
+  master's address; the restarted service cannot serve, /healthz never answers, and the
+  rollout stops at the first master.
+
+For each: the play fails, every master other than the first is untouched (same systemd
+invocation, same configuration digest, active), and for the first two cases the first
+master is untouched too. A final clean converge restores the masters.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from pathlib import Path
+
+import yaml
+
+from reliability.cluster import Cluster, PrivateLab
+from reliability.masters import Masters
+from reliability.result import SuiteResult
+
+SITE = "playbooks/site.yml"
+
+
+def _fatal_line(output: str) -> str:
+    """The first failure's message from ansible-playbook's output."""
+    for line in output.splitlines():
+        if line.startswith("fatal:") or line.startswith("failed:"):
+            match = re.search(r'"msg": "((?:[^"\\]|\\.)*)"', line)
+            return (match.group(1) if match else line)[:400]
+    return ""
+
+
+def _failed_hosts(output: str) -> list[str]:
+    hosts = []
+    for line in output.splitlines():
+        match = re.match(r"^(\S+)\s+: ok=\d+\s+changed=\d+\s+unreachable=(\d+)\s+failed=(\d+)", line)
+        if match and (int(match.group(2)) or int(match.group(3))):
+            hosts.append(match.group(1))
+    return hosts
+
+
+def _unreachable_kubeconfig(lab: PrivateLab, directory: Path) -> str:
+    with open(lab.kubeconfig, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    for entry in doc["clusters"]:
+        entry["cluster"]["server"] = "https://127.0.0.1:1"
+    path = directory / "unreachable.kubeconfig"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    path.chmod(0o600)
+    return str(path)
+
+
+class PortHolder:
+    """Listens on addr:port on the host network, so a master's service cannot bind it."""
+
+    def __init__(self, addresses: list[str]):
+        self.sockets = []
+        probe = socket.socket()
+        probe.bind((addresses[0], 0))
+        self.port = probe.getsockname()[1]
+        self.sockets.append(probe)
+        probe.listen(1)
+        for addr in addresses[1:]:
+            sock = socket.socket()
+            sock.bind((addr, self.port))
+            sock.listen(1)
+            self.sockets.append(sock)
+
+    def close(self) -> None:
+        for sock in self.sockets:
+            sock.close()
+
+
+def converge(result: SuiteResult, masters: Masters, label: str) -> bool:
+    rc, output, seconds = masters.playbook(SITE, masters.inventory())
+    result.figures[f"site_run_s_{label}"] = round(seconds, 1)
+    return result.check(f"{label}: site.yml converges the masters", rc == 0,
+                        _fatal_line(output) or f"{seconds:.0f} s")
+
+
+def failure_case(result: SuiteResult, masters: Masters, case: str, overrides: dict, first_untouched: bool,
+                 expect: str) -> None:
+    before = {name: masters.service(name) for name in masters.names}
+    rc, output, seconds = masters.playbook(SITE, masters.inventory(**overrides))
+    after = {name: masters.service(name) for name in masters.names}
+    failed = _failed_hosts(output)
+    message = _fatal_line(output)
+    touched = [n for n in masters.names if before[n]["invocation"] != after[n]["invocation"]
+               or before[n]["config_sha256"] != after[n]["config_sha256"]]
+    first = failed[0] if failed else ""
+    others = [n for n in masters.names if n != first and n != "localhost"]
+    others_ok = all(after[n]["active"] == "active" and n not in touched for n in others)
+    result.cases.append({"case": case, "overrides": {k: v for k, v in overrides.items() if "kubeconfig" not in k},
+                         "exit_code": rc, "failed_hosts": failed, "message": message,
+                         "masters_touched": touched, "before": before, "after": after, "seconds": round(seconds, 1)})
+    result.check(f"{case}: the rollout fails", rc != 0, message)
+    if expect:
+        result.check(f"{case}: the failure says what is wrong", expect.lower() in (message + output).lower(),
+                     f"expected {expect!r} in: {message}")
+    result.check(f"{case}: the masters it did not reach keep their running service and configuration",
+                 others_ok, f"failed at {failed or 'none'}; touched: {touched or 'none'}")
+    if first_untouched:
+        result.check(f"{case}: no master was restarted or reconfigured", not touched,
+                     f"touched: {touched or 'none'}")
+    else:
+        state = after.get(first, {})
+        result.note(f"{case}: the first master ({first or '?'}) was restarted with the broken input and was left "
+                    f"{state.get('active', '?')} (restarts {state.get('restarts', '?')}); the role does not roll "
+                    f"back a master that fails its health gate, it stops the rollout so no other master follows.")
+
+
+def check_installed_service(result: SuiteResult, masters: Masters) -> None:
+    """Key modes and owners, the non-root sandboxed service and its exposure score, on one master."""
+    name = masters.names[0]
+    user = "kube-scheduler"
+    stats = masters.exec(name, "sh", "-c", "stat -c '%a %U %n' /etc/kubesched/kube-scheduler/pki/*.key "
+                         "/etc/kubesched/kube-scheduler/kubeconfig", check=False).stdout.split("\n")
+    stats = [line for line in stats if line.strip()]
+    bad = [line for line in stats if not line.startswith(f"600 {user} ")]
+    result.check("key files and the kubeconfig are 0600 and owned by the service user", bool(stats) and not bad,
+                 "; ".join(stats))
+    show = masters.exec(name, "systemctl", "show", "kube-scheduler.service", "-p", "MainPID", "-p", "User",
+                        "-p", "NoNewPrivileges", "-p", "ProtectSystem", "-p", "CapabilityBoundingSet",
+                        check=False).stdout
+    props = dict(line.split("=", 1) for line in show.splitlines() if "=" in line)
+    running_as = masters.exec(name, "ps", "-o", "user=", "-p", props.get("MainPID", "0"), check=False).stdout.strip()
+    result.check("the service runs as its own non-root user with NoNewPrivileges and ProtectSystem=strict",
+                 running_as == user and props.get("NoNewPrivileges") == "yes" and props.get("ProtectSystem") == "strict",
+                 f"process user {running_as!r}; {props}")
+    listening = masters.exec(name, "ss", "-Hltn", f"sport = :{masters.secure_port}", check=False).stdout
+    result.check("the installed service's secure port binds to its configured address",
+                 f"{masters.addresses[name]}:{masters.secure_port}" in listening, listening.strip())
+    analysis = masters.exec(name, "systemd-analyze", "security", "--no-pager", "kube-scheduler.service",
+                            check=False).stdout
+    match = re.search(r"Overall exposure level for kube-scheduler\.service:\s*([\d.]+)\s*(\S+)", analysis)
+    score = float(match.group(1)) if match else None
+    result.figures["systemd_analyze_exposure"] = score
+    result.figures["systemd_analyze_rating"] = match.group(2) if match else None
+    result.figures["systemd_analyze_open_items"] = [line.strip() for line in analysis.splitlines()
+                                                    if line.lstrip().startswith("✗")][:40]
+    result.check("systemd-analyze security rates the unit (exposure score recorded)", score is not None,
+                 f"{score} {match.group(2) if match else analysis[-300:]}")
+    journal = masters.exec(name, "journalctl", "--no-pager", "-u", "kube-scheduler.service", check=False).stdout
+    (masters.workdir / f"{name}-journal.log").write_text(journal, encoding="utf-8")
+
+
+def run(lab: PrivateLab, cluster: Cluster, workdir: str, masters: Masters) -> SuiteResult:
+    result = SuiteResult("roles", "Role failure modes and the role's config validation")
+    del cluster  # the masters reach the lab through their own kubeconfig
+    try:
+        masters.start()
+        rc, output = masters.prepare()
+        if not result.check("the container masters are prepared (offline bundle installed)", rc == 0, output[-500:]):
+            return result.finish()
+        if not converge(result, masters, "baseline"):
+            return result.finish()
+        time.sleep(2)
+        rc, output, seconds = masters.playbook(SITE, masters.inventory())
+        result.figures["site_run_s_idempotent"] = round(seconds, 1)
+        changed = re.findall(r"^\S+\s+: ok=\d+\s+changed=(\d+)", output, re.M)
+        result.check("an unchanged re-run changes nothing", rc == 0 and all(c == "0" for c in changed),
+                     f"changed per host: {changed}")
+        failure_case(result, masters, "bad-config", {"scheduler_profiles": [
+            {"schedulerName": "default-scheduler",
+             "plugins": {"score": {"enabled": [{"name": "NoSuchPlugin", "weight": 1}]}}}]},
+            first_untouched=True, expect="unknown plugin 'NoSuchPlugin'")
+        failure_case(result, masters, "ca-key-missing", {"scheduler_ca_key_path": lab.ca_key + ".missing",
+                                                         "scheduler_serving_extra_dns_names": ["reissue.example"]},
+                     first_untouched=True, expect="")
+        failure_case(result, masters, "apiserver-unreachable", {"scheduler_api_server": "https://127.0.0.1:1",
+                                                                "scheduler_health_timeout": 20},
+                     first_untouched=False, expect="")
+        holder = PortHolder(list(masters.addresses.values()))
+        try:
+            failure_case(result, masters, "health-fails", {"scheduler_secure_port": holder.port,
+                                                           "scheduler_health_timeout": 20},
+                         first_untouched=False, expect="")
+        finally:
+            holder.close()
+        converge(result, masters, "restore")
+    except Exception as err:  # noqa: BLE001
+        result.check("run completes", False, repr(err)[:800])
+    return result.finish()
