@@ -1,0 +1,1 @@
+"""The scheduler benchmark: kubesched, kube-scheduler and a raw binder on one API server."""

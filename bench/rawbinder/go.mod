@@ -1,0 +1,3 @@
+module kubesched.local/bench/rawbinder
+
+go 1.22

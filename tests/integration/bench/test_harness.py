@@ -1,0 +1,103 @@
+"""The benchmark harness end to end on a tiny workload against the lab: it must bind every
+pod and write sane records, the table and the plot. Speed is not asserted here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+
+import pytest
+
+from bench.cluster import BENCH_LABEL, Cluster
+from bench.measure import percentile
+from bench.report import TABLE_BEGIN, TABLE_END, merge_results
+from bench.workloads import select
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+SCHEDULERS = ("raw-binder", "kube-scheduler", "kubesched")
+
+
+@pytest.fixture(scope="module")
+def smoke_run(lab_kubeconfig, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    paths = {"results": out / "latest.json", "docs": out / "performance.md", "plot": out / "throughput.png"}
+    command = [sys.executable, "-m", "bench", "--workload", "Smoke", "--kubeconfig", lab_kubeconfig,
+               "--scheduler", ",".join(SCHEDULERS), "--workdir", str(out / "work"), "--run-timeout", "120"]
+    for option, path in paths.items():
+        command += [f"--{option}", str(path)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, f"bench failed:\n{result.stdout}\n{result.stderr}"
+    with open(paths["results"]) as handle:
+        return json.load(handle), paths, result.stderr
+
+
+def test_every_scheduler_and_qps_profile_gets_one_complete_record(smoke_run):
+    document, _, _ = smoke_run
+    runs = sorted((r["scheduler"], r["qps_profile"]) for r in document["records"])
+    assert runs == sorted((s, p) for s in SCHEDULERS for p in ("default", "unthrottled"))
+    for record in document["records"]:
+        assert record["workload"] == "Smoke/20Nodes"
+        assert (record["nodes"], record["pods"], record["bound"]) == (20, 50, 50), record
+        assert record["complete"] is True and "failure" not in record
+
+
+def test_record_figures_are_sane(smoke_run):
+    document, _, _ = smoke_run
+    for record in document["records"]:
+        assert (record["qps"], record["burst"]) == ((50, 100) if record["qps_profile"] == "default" else (5000, 5000))
+        assert record["pods_per_s"] > 0
+        assert 0 <= record["startup_s"] <= record["p50_ms"] / 1000 + 0.001
+        assert record["p50_ms"] <= record["p99_ms"] <= record["makespan_s"] * 1000 + 1
+        assert record["cpu_s"] > 0, f"{record['scheduler']} used no CPU: was its process measured?"
+        assert 1 < record["peak_rss_mb"] < 4096
+        assert len(record["commit"]) >= 7
+        datetime.strptime(record["date"], "%Y-%m-%dT%H:%M:%SZ")
+    assert document["host"]["cpus"] >= 1
+
+
+def test_table_and_plot_are_written(smoke_run):
+    document, paths, _ = smoke_run
+    text = paths["docs"].read_text()
+    assert TABLE_BEGIN in text and TABLE_END in text
+    for record in document["records"]:
+        assert f"| {record['workload']} | {record['qps']}/{record['burst']} | {record['scheduler']} |" in text
+    assert paths["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_progress_is_shown(smoke_run):
+    _, _, stderr = smoke_run
+    assert "[1/6] Smoke/20Nodes" in stderr and "50/50 bound" in stderr
+
+
+def test_cluster_is_left_clean(smoke_run, lab_kubeconfig):
+    cluster = Cluster(lab_kubeconfig)
+    assert cluster.list_names("/api/v1/nodes", {"labelSelector": f"{BENCH_LABEL}=true"}) == []
+    assert cluster.list_names("/api/v1/pods", {"labelSelector": f"{BENCH_LABEL}=true"}) == []
+
+
+def test_a_partial_run_replaces_only_its_own_records(tmp_path):
+    path = str(tmp_path / "latest.json")
+    old = {"workload": "Smoke/20Nodes", "scheduler": "raw-binder", "qps_profile": "default", "pods_per_s": 1}
+    kept = dict(old, scheduler="kube-scheduler")
+    merge_results(path, [old, kept])
+    document = merge_results(path, [dict(old, pods_per_s=2)])
+    assert sorted((r["scheduler"], r["pods_per_s"]) for r in document["records"]) == [
+        ("kube-scheduler", 1), ("raw-binder", 2)]
+
+
+def test_workload_selection():
+    assert [w.name for w in select(["SchedulingBasic"], quick=False)] == [
+        "SchedulingBasic/500Nodes", "SchedulingBasic/5000Nodes"]
+    assert [w.name for w in select(None, quick=True)] == ["SchedulingBasic/500Nodes"]
+    assert "Smoke/20Nodes" not in [w.name for w in select(None, quick=False)]
+    with pytest.raises(ValueError, match="unknown workload 'Nope'"):
+        select(["Nope"], quick=False)
+
+
+def test_percentile_is_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert (percentile(values, 0.5), percentile(values, 0.99), percentile(values, 1.0)) == (50.0, 99.0, 100.0)
+    assert percentile([3.0], 0.99) == 3.0
