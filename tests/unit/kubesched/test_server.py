@@ -1,0 +1,49 @@
+"""The HTTPS health and metrics server, with a self-signed certificate."""
+
+import ssl
+import urllib.error
+import urllib.request
+
+import pytest
+
+from kubesched.server import HealthServer
+
+
+def get(port, path):
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", context=context, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+@pytest.fixture
+def server():
+    state = {"ready": False, "live": None}
+    srv = HealthServer("127.0.0.1", 0, livez_checks={"leaderElection": lambda: state["live"]},
+                       readyz_checks={"sched-handler-sync": lambda: None if state["ready"] else "not synced"})
+    srv.start()
+    yield srv, state
+    srv.stop()
+
+
+def test_readyz_follows_cache_sync_and_livez_the_watchdog(server):
+    srv, state = server
+    assert get(srv.port, "/healthz") == (200, "ok")
+    code, text = get(srv.port, "/readyz?verbose")
+    assert code == 500 and "[-]sched-handler-sync failed: not synced" in text
+    state["ready"] = True
+    assert get(srv.port, "/readyz") == (200, "ok")
+    state["live"] = "failed election to renew leadership"
+    assert get(srv.port, "/livez")[0] == 500
+    assert get(srv.port, "/readyz")[0] == 500
+
+
+def test_metrics_and_unknown_paths(server):
+    srv, _ = server
+    code, text = get(srv.port, "/metrics")
+    assert code == 200 and "scheduler_pending_pods" in text
+    assert get(srv.port, "/nope")[0] == 404
