@@ -245,6 +245,8 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
         return elector.check_health() if elector is not None else None
 
     def readiness() -> str | None:
+        if cfg.delay_cache_until_active and elector is not None and not elector.is_leader():
+            return None  # a standby that delays its caches is ready by design
         return None if scheduler.caches_synced() else "caches not synced"
 
     try:
@@ -265,19 +267,27 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     klog.info("Starting kubesched", version=__version__, profiles=",".join(scheduler.frameworks))
-    scheduler.start_informers(stop)
-    while not stop.is_set() and not scheduler.wait_for_cache_sync(timeout=1.0):
-        pass
-    if stop.is_set():
+    # delayCacheUntilActive: a standby then holds no cache, at the price of a slower takeover.
+    delay_cache = cfg.delay_cache_until_active and cfg.leader_election.leader_elect
+
+    def sync_caches() -> bool:
+        scheduler.start_informers(stop)
+        while not stop.is_set() and not scheduler.wait_for_cache_sync(timeout=1.0):
+            pass
+        if not stop.is_set():
+            klog.info("Caches are synced")
+        return not stop.is_set()
+
+    if not delay_cache and not sync_caches():
         server.stop()
         return EXIT_OK
-    klog.info("Caches are synced")
 
     scheduling_done = threading.Event()
 
     def lead() -> None:
         try:
-            scheduler.run(stop)
+            if not delay_cache or sync_caches():
+                scheduler.run(stop)
         finally:
             scheduling_done.set()
 

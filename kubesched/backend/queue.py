@@ -172,6 +172,7 @@ class SchedulingQueue:
         elif where == UNSCHEDULABLE:
             entry.unschedulable_since = self.clock()
             self.unschedulable[entry.pod.uid] = entry
+            self._count_rejectors(entry, 1)
         self.counts[GATED if where == UNSCHEDULABLE and entry.gated_by else where] += 1
         self._publish()
         queue_label = GATED if where == UNSCHEDULABLE and entry.gated_by else where
@@ -182,9 +183,18 @@ class SchedulingQueue:
         if entry.where:
             self.counts[GATED if entry.where == UNSCHEDULABLE and entry.gated_by else entry.where] -= 1
             self.entries.pop(entry.pod.uid, None)
-            self.unschedulable.pop(entry.pod.uid, None)
+            if self.unschedulable.pop(entry.pod.uid, None) is not None:
+                self._count_rejectors(entry, -1)
             entry.where = ""
             entry.seq = -1
+
+    @staticmethod
+    def _count_rejectors(entry: QueuedPod, delta: int) -> None:
+        """scheduler_unschedulable_pods: each waiting pod counts once per plugin that rejected it."""
+        if entry.gated_by:
+            return
+        for plugin in entry.pod.unschedulable_plugins | entry.pod.pending_plugins:
+            metrics.unschedulable_pods.labels(plugin, entry.pod.scheduler_name).inc(delta)
 
     def _publish(self) -> None:
         for name, value in self.counts.items():

@@ -181,3 +181,21 @@ def test_nominator_tracks_pods_per_node(clock):
     assert q.nominator.nominated_pods_for_node("n1") == []
     q.delete(p)
     assert not q.nominator.has_nominated_pods()
+
+
+def test_unschedulable_pods_metric_counts_per_rejecting_plugin(clock):
+    from kubesched.metrics import REGISTRY
+
+    def value():
+        return REGISTRY.get_sample_value("scheduler_unschedulable_pods",
+                                         {"plugin": "FakeCpuFit", "profile": "metric-profile"}) or 0
+
+    q = make_queue(clock)
+    q.add(pod("p", scheduler="metric-profile"))
+    p = q.pop(timeout=0)
+    before = value()
+    fail(q, p, "FakeCpuFit")
+    assert value() == before + 1
+    clock.now += 5
+    q.move_all_to_active_or_backoff(POD_DELETE)
+    assert value() == before
