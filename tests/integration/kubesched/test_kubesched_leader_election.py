@@ -50,3 +50,24 @@ def test_one_leader_schedules_and_sigterm_hands_over_within_a_retry_period(run_k
     core_v1.create_namespaced_pod(namespace, pod_manifest("after", schedulerName=name), _preload_content=False)
     wait_for(lambda: node_of(core_v1, namespace, "after"), 15, what="'after' to be bound")
     assert f'pod="{namespace}/after"' in second.log()
+
+
+def test_leader_that_cannot_renew_stops_before_its_lease_expires(run_kubesched, api_proxy, namespace):
+    import threading
+
+    name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
+    lease, deadline = 8.0, 4.0
+    leader = run_kubesched({"clientConnection": {"kubeconfig": str(api_proxy.kubeconfig)},
+                            "profiles": [{"schedulerName": name}],
+                            "leaderElection": {"leaderElect": True, "leaseDuration": f"{lease:g}s",
+                                               "renewDeadline": f"{deadline:g}s", "retryPeriod": "1s",
+                                               "resourceName": name, "resourceNamespace": namespace}})
+    wait_for(lambda: ACQUIRED in leader.log(), 10, what="leadership")
+    cut = time.monotonic()
+    threading.Thread(target=api_proxy.pause, args=(lease + 2,), daemon=True).start()
+    leader.proc.wait(timeout=lease + 5)
+    stopped_after = time.monotonic() - cut
+    assert leader.proc.returncode == 1
+    assert stopped_after < lease, f"stopped {stopped_after:.1f}s after losing the API server"
+    log = leader.log()
+    assert '"failed to renew lease"' in log and '"Leaderelection lost"' in log
