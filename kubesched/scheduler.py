@@ -222,6 +222,7 @@ class Scheduler:
     def on_pod_delete(self, raw: dict) -> None:
         pod = PodInfo(raw)
         if _assigned(raw):
+            self.queue.delete(pod)
             self.cache.remove_pod(pod)
             self.queue.move_all_to_active_or_backoff(
                 ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))

@@ -149,6 +149,9 @@ class SchedulingQueue:
         self.active_heap: list[_ActiveItem] = []
         self.backoff_heap: list[tuple[float, int, QueuedPod]] = []
         self.in_flight: dict[str, QueuedPod] = {}
+        # Pods whose binding is under way keep their history, so a failed bind backs off by
+        # its count of consecutive errors; dropped once the pod is bound or deleted.
+        self.binding: dict[str, QueuedPod] = {}
         self.scheduling_cycle = 0
         self.move_request_cycle = -1
         self.closed = False
@@ -271,7 +274,9 @@ class SchedulingQueue:
         self._enqueue_new(entry, EVENT_POD_ADD)
 
     def delete(self, pod: PodInfo) -> None:
+        """The pod is gone from the queue's concern: deleted, or bound."""
         with self.cond:
+            self.binding.pop(pod.uid, None)
             self.nominator.delete_nominated_pod_if_exists(pod)
             entry = self.entries.get(pod.uid)
             if entry is not None:
@@ -338,14 +343,17 @@ class SchedulingQueue:
         return found
 
     def done(self, uid: str) -> None:
+        """The scheduling attempt is over (the pod is binding, or was skipped)."""
         with self.cond:
-            self.in_flight.pop(uid, None)
+            entry = self.in_flight.pop(uid, None)
+            if entry is not None:
+                self.binding[uid] = entry
 
     def add_unschedulable_if_not_present(self, pod: PodInfo, cycle: int | None = None) -> None:
         """Return a pod whose attempt failed: to backoffQ when it might fit now (an error, or
         a relevant event while it was being scheduled), else to the unschedulable pods."""
         with self.cond:
-            flying = self.in_flight.pop(pod.uid, None)
+            flying = self.in_flight.pop(pod.uid, None) or self.binding.pop(pod.uid, None)
             if pod.uid in self.entries:
                 return
             entry = flying or QueuedPod(pod)

@@ -175,3 +175,19 @@ def test_status_patch_is_skipped_when_nothing_changes():
     assert patch["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
     raw["status"]["nominatedNodeName"] = "n1"
     assert status_patch(raw, "Unschedulable", "same", None, True) == {"status": {"nominatedNodeName": None}}
+
+
+def test_repeated_bind_failures_back_off_longer(fake_registry):
+    sched, client = make(nodes=[node_raw("n1")], pods=[pod_raw("web")])
+    client.fail_binds.add("web")
+    drain(sched)
+    uid = next(iter(sched.queue.entries))
+    first = sched.queue.entries[uid]
+    assert first.consecutive_errors == 1 and first.pod.attempts == 1
+    sched.queue.clock = lambda: 10**9
+    sched.queue.flush_backoff_completed()
+    sched.bind_pool = type(sched.bind_pool)(max_workers=2)
+    drain(sched)
+    again = sched.queue.entries[uid]
+    assert again.consecutive_errors == 2 and again.pod.attempts == 2
+    assert sched.queue.backoff_duration(again.consecutive_errors) == 2
