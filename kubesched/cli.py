@@ -283,8 +283,10 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
         return EXIT_OK
 
     scheduling_done = threading.Event()
+    leading = threading.Event()
 
     def lead() -> None:
+        leading.set()
         try:
             if not delay_cache or sync_caches():
                 scheduler.run(stop)
@@ -315,7 +317,8 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
         while not stop.wait(0.5):
             pass
     stop.set()
-    scheduling_done.wait(timeout=5.0)
+    if leading.is_set():  # a standby never scheduled: nothing to wait for
+        scheduling_done.wait(timeout=5.0)
     scheduler.shutdown(timeout=2.0)
     server.stop()
     if exit_code[0] != EXIT_OK:
