@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write docs/modules/<module>.md from each module's DOCUMENTATION, EXAMPLES and RETURN.
 
     .venv/bin/python hack/gen-module-docs.py          # regenerate
@@ -43,9 +42,8 @@ def ansible_doc(names):
         os.symlink(REPO_ROOT, link)
     ansible_doc_bin = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=REPO_ROOT, ANSIBLE_NOCOLOR="1")
-    completed = subprocess.run([ansible_doc_bin, "--json", "-t", "module"] + ["%s.%s" % (COLLECTION, name)
-                                                                             for name in names],
-                               env=env, capture_output=True, text=True, check=False)
+    command = [ansible_doc_bin, "--json", "-t", "module"] + ["%s.%s" % (COLLECTION, name) for name in names]
+    completed = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         sys.exit("ansible-doc failed:\n" + completed.stderr)
     return json.loads(completed.stdout)
@@ -101,8 +99,8 @@ def return_rows(values, prefix=""):
         sample = ""
         if "sample" in spec:
             sample = "<br>sample: `%s`" % json.dumps(spec["sample"], sort_keys=True).replace("|", "\\|")
-        rows.append("| `%s%s` | %s | %s | %s%s |" % (prefix, name, kind, cell(spec.get("returned", "")),
-                                                    cell(spec.get("description", "")), sample))
+        description = cell(spec.get("description", "")) + sample
+        rows.append("| `%s%s` | %s | %s | %s |" % (prefix, name, kind, cell(spec.get("returned", "")), description))
         if spec.get("contains"):
             rows.extend(return_rows(spec["contains"], prefix + name + "."))
     return rows

@@ -18,6 +18,8 @@ __metaclass__ = type
 import random
 import time
 
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.kubesched.scheduler.plugins.module_utils.errors import ModuleFailure
 from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client import (
     AUTH_ARG_SPEC,
@@ -147,20 +149,21 @@ def edit_nodes(api, nodes, plan_operations, view, check_mode, preview=None):
     return report
 
 
-def node_module_argument_spec(**module_options):
-    """The argument_spec of a node module: its own options, node targeting and the connection options."""
+def node_module(**module_options):
+    """The AnsibleModule of a node module: its own options, node targeting and the connection options."""
     spec = dict(TARGET_ARG_SPEC)
     spec.update(AUTH_ARG_SPEC)
     spec.update(module_options)
-    return spec
+    return AnsibleModule(argument_spec=spec, mutually_exclusive=TARGET_MUTUALLY_EXCLUSIVE,
+                         required_one_of=TARGET_REQUIRED_ONE_OF, supports_check_mode=True)
 
 
-def run_node_module(module, prepare):
-    """The whole life of a node module run, up to exit_json.
+def run_node_module(module, prepare, previews_key=None):
+    """The whole life of a node module run, through exit_json or fail_json.
 
     prepare() validates the module's own options locally and returns (plan_operations, view,
-    preview_factory); preview_factory(api) builds edit_nodes' preview, or is None. Every
-    ModuleFailure becomes fail_json with its message. Returns edit_nodes' report.
+    preview_factory); preview_factory(api) builds edit_nodes' preview, or is None, and the
+    previews are returned under previews_key. Every ModuleFailure becomes fail_json.
     """
     prepare_module(module)
     params = module.params
@@ -175,4 +178,9 @@ def run_node_module(module, prepare):
         module.fail_json(msg=failure.message, **failure.details)
     if not nodes:
         module.warn("label_selector %r matched no nodes; nothing was changed" % params["label_selector"])
-    return report
+    result = dict(changed=report["changed"], nodes=report["nodes"])
+    if previews_key:
+        result[previews_key] = report["previews"]
+    if module._diff:
+        result["diff"] = report["diff"]
+    module.exit_json(**result)

@@ -75,36 +75,18 @@ diff:
       after: {"unschedulable": true}
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kubesched.scheduler.plugins.module_utils.cordon import (
     CORDONED,
     UNCORDONED,
     cordon_operations,
     cordon_view,
 )
-from ansible_collections.kubesched.scheduler.plugins.module_utils.node_edit import (
-    TARGET_MUTUALLY_EXCLUSIVE,
-    TARGET_REQUIRED_ONE_OF,
-    node_module_argument_spec,
-    run_node_module,
-)
+from ansible_collections.kubesched.scheduler.plugins.module_utils.node_edit import node_module, run_node_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=node_module_argument_spec(
-            state=dict(type="str", choices=[CORDONED, UNCORDONED], default=CORDONED),
-        ),
-        mutually_exclusive=TARGET_MUTUALLY_EXCLUSIVE,
-        required_one_of=TARGET_REQUIRED_ONE_OF,
-        supports_check_mode=True,
-    )
-    report = run_node_module(module, lambda: (cordon_operations(module.params["state"]), cordon_view, None))
-    result = dict(changed=report["changed"], nodes=report["nodes"])
-    if module._diff:
-        result["diff"] = report["diff"]
-    module.exit_json(**result)
+    module = node_module(state=dict(type="str", choices=[CORDONED, UNCORDONED], default=CORDONED))
+    run_node_module(module, lambda: (cordon_operations(module.params["state"]), cordon_view, None))
 
 
 if __name__ == "__main__":

@@ -97,30 +97,18 @@ diff:
       after: {"labels": {"kubernetes.io/hostname": "node1", "color": "blue"}}
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kubesched.scheduler.plugins.module_utils.labels import (
     label_operations,
     label_view,
     parse_labels,
 )
-from ansible_collections.kubesched.scheduler.plugins.module_utils.node_edit import (
-    TARGET_MUTUALLY_EXCLUSIVE,
-    TARGET_REQUIRED_ONE_OF,
-    node_module_argument_spec,
-    run_node_module,
-)
+from ansible_collections.kubesched.scheduler.plugins.module_utils.node_edit import node_module, run_node_module
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=node_module_argument_spec(
-            labels=dict(type="raw", required=True),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-        ),
-        mutually_exclusive=TARGET_MUTUALLY_EXCLUSIVE,
-        required_one_of=TARGET_REQUIRED_ONE_OF,
-        supports_check_mode=True,
+    module = node_module(
+        labels=dict(type="raw", required=True),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
     )
     params = module.params
 
@@ -128,11 +116,7 @@ def main():
         wanted = parse_labels(params["labels"], params["state"])
         return label_operations(wanted, params["state"]), label_view, None
 
-    report = run_node_module(module, prepare)
-    result = dict(changed=report["changed"], nodes=report["nodes"])
-    if module._diff:
-        result["diff"] = report["diff"]
-    module.exit_json(**result)
+    run_node_module(module, prepare)
 
 
 if __name__ == "__main__":

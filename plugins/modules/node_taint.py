@@ -174,15 +174,8 @@ diff:
       after: {"taints": [{"key": "app", "value": "blue", "effect": "NoSchedule"}]}
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kubesched.scheduler.plugins.module_utils.errors import ModuleFailure
-from ansible_collections.kubesched.scheduler.plugins.module_utils.node_edit import (
-    TARGET_MUTUALLY_EXCLUSIVE,
-    TARGET_REQUIRED_ONE_OF,
-    node_module_argument_spec,
-    run_node_module,
-)
+from ansible_collections.kubesched.scheduler.plugins.module_utils.node_edit import node_module, run_node_module
 from ansible_collections.kubesched.scheduler.plugins.module_utils.taints import (
     eviction_preview_for,
     parse_taints,
@@ -192,15 +185,10 @@ from ansible_collections.kubesched.scheduler.plugins.module_utils.taints import 
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=node_module_argument_spec(
-            taints=dict(type="list", elements="raw", required=True),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            exclusive=dict(type="bool", default=False, aliases=["replace"]),
-        ),
-        mutually_exclusive=TARGET_MUTUALLY_EXCLUSIVE,
-        required_one_of=TARGET_REQUIRED_ONE_OF,
-        supports_check_mode=True,
+    module = node_module(
+        taints=dict(type="list", elements="raw", required=True),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        exclusive=dict(type="bool", default=False, aliases=["replace"]),
     )
     params = module.params
 
@@ -210,11 +198,7 @@ def main():
         specs = parse_taints(params["taints"], params["state"])
         return taint_operations(specs, params["state"], params["exclusive"]), taint_view, eviction_preview_for
 
-    report = run_node_module(module, prepare)
-    result = dict(changed=report["changed"], nodes=report["nodes"], evictions=report["previews"])
-    if module._diff:
-        result["diff"] = report["diff"]
-    module.exit_json(**result)
+    run_node_module(module, prepare, previews_key="evictions")
 
 
 if __name__ == "__main__":
