@@ -136,8 +136,14 @@ def edit_nodes(api, nodes, plan_operations, view, check_mode, preview=None):
         for basis, outcome in planned:
             if view(basis) == view(outcome):
                 final.append((basis, outcome))
-            else:
+                continue
+            try:
                 final.append(write_node(api, basis, plan_operations, dry_run=False))
+            except ModuleFailure as failure:
+                # Only something that changed after the dry runs gets here; say what is already written.
+                written = [node["metadata"]["name"] for node, after in final if view(node) != view(after)]
+                raise ModuleFailure("%s (nodes already changed by this task: %s)"
+                                    % (failure.message, ", ".join(written) or "none"), **failure.details) from None
     report = dict(changed=False, nodes=[], diff=[], previews=previews)
     for basis, outcome in final:
         name = outcome["metadata"]["name"]

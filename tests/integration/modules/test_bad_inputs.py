@@ -163,3 +163,14 @@ def test_rbac_denial_for_priority_classes(stage, cluster_snapshot, run_module, l
 def test_at_least_twenty_bad_inputs_across_all_four_modules():
     assert len(BAD_INPUTS) >= 20
     assert {case[0] for case in BAD_INPUTS} == {"node_taint", "node_label", "node_cordon", "priority_class"}
+
+
+def test_connection_from_environment_variables_alone(stage, cluster_snapshot, run_module, limited_identity):
+    """host, api_key and ca_cert come from K8S_AUTH_*: the 403 names the token's service account."""
+    options = limited_identity["options"]
+    env = {"K8S_AUTH_HOST": options["host"], "K8S_AUTH_API_KEY": options["api_key"],
+           "K8S_AUTH_SSL_CA_CERT": options["ca_cert"], "K8S_AUTH_VERIFY_SSL": "yes"}
+    before = cluster_snapshot(_watched(stage))
+    result = run_module("node_cordon", kubeconfig=None, env=env, name=stage["n1"])
+    assert "forbidden (HTTP 403): user '%s' may not patch nodes" % limited_identity["user"] in result["msg"]
+    assert cluster_snapshot(_watched(stage)) == before

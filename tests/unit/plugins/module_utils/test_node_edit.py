@@ -147,3 +147,19 @@ class TestEditNodes:
                                       check_mode=True, preview=eviction_preview_for(api))
         assert report["previews"] == [{"node": "a", "taint": "drain:NoExecute", "pods": [
             {"namespace": "default", "name": "victim", "evicted_after_seconds": 0}]}]
+
+
+def test_a_write_failing_after_the_dry_runs_names_the_nodes_already_changed(monkeypatch):
+    monkeypatch.setattr(node_edit, "_conflict_backoff", lambda attempt: None)
+    api = FakeKubeApi([make_node("a"), make_node("b")])
+    original = api.patch_node
+
+    def fail_real_write_of_b(name, operations, dry_run=False):
+        if name == "b" and not dry_run:
+            raise ModuleFailure("the API server at x refused to patch nodes 'b' (HTTP 500)")
+        return original(name, operations, dry_run)
+
+    monkeypatch.setattr(api, "patch_node", fail_real_write_of_b)
+    with pytest.raises(ModuleFailure) as failure:
+        node_edit.edit_nodes(api, node_edit.resolve_nodes(api, ["a", "b"], None), add_taint("x"), taint_view, False)
+    assert failure.value.message.endswith("(nodes already changed by this task: a)")
