@@ -103,13 +103,14 @@ BAD_INPUTS = [
 ]
 
 
-def _fill(value, stage):
+def fill_placeholders(value, stage):
+    """A case's args or message with {n0}, {n1}, {pc} and {holder} replaced by the staged names."""
     if isinstance(value, str):
         return value.format(**stage)
     if isinstance(value, list):
-        return [_fill(item, stage) for item in value]
+        return [fill_placeholders(item, stage) for item in value]
     if isinstance(value, dict):
-        return {key: _fill(item, stage) for key, item in value.items()}
+        return {key: fill_placeholders(item, stage) for key, item in value.items()}
     return value
 
 
@@ -119,7 +120,7 @@ def _watched(stage, args=None):
     watched = set(("node", name) for name in names)
     watched.update(("priorityclass", name) for name in (stage["pc"], stage["holder"]))
     if args and isinstance(args.get("name"), str):
-        watched.add(("priorityclass", _fill(args["name"], stage)))
+        watched.add(("priorityclass", fill_placeholders(args["name"], stage)))
     return watched
 
 
@@ -133,9 +134,9 @@ def test_bad_input_fails_clearly_and_changes_nothing(stage, cluster_snapshot, ru
     watched = _watched(stage, args)
     before = cluster_snapshot(watched)
     for check_mode in (False, True):
-        result = run_module(module, check_mode=check_mode, **_fill(args, stage))
+        result = run_module(module, check_mode=check_mode, **fill_placeholders(args, stage))
         assert result.get("failed") is True, result
-        assert _fill(fragment, stage) in result["msg"], result["msg"]
+        assert fill_placeholders(fragment, stage) in result["msg"], result["msg"]
     assert cluster_snapshot(watched) == before
 
 
