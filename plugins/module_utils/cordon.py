@@ -28,8 +28,7 @@ def cordon_operations(state):
     def plan(node):
         if is_unschedulable(node) == wanted:
             return []
-        if wanted:
-            return [{"op": "add", "path": "/spec/unschedulable", "value": True}]
-        # kubectl uncordon drops the field rather than storing false; do the same.
-        return [{"op": "remove", "path": "/spec/unschedulable"}]
+        # `add` rather than `remove` so the patch applies even if the field went away meanwhile;
+        # the API server stores false as an absent field, as kubectl uncordon leaves it.
+        return [{"op": "add", "path": "/spec/unschedulable", "value": wanted}]
     return plan

