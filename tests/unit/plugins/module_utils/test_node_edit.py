@@ -80,6 +80,20 @@ class TestConflicts:
         assert report["changed"] is False
         assert api.writes == [("node", "a")]
 
+    def test_label_removed_by_another_writer_first_is_a_clean_no_op(self):
+        api = FakeKubeApi([make_node("a", labels={"color": "blue", "keep": "x"})])
+
+        def other_removes_it(fake):
+            node = fake.read_node("a")
+            del node["metadata"]["labels"]["color"]
+            fake.set_node(node)
+
+        api.before_write = other_removes_it
+        report = node_edit.edit_nodes(api, [api.read_node("a")], label_operations(["color"], "absent"), label_view,
+                                      check_mode=False)
+        assert report["changed"] is False
+        assert api.nodes["a"]["metadata"]["labels"] == {"keep": "x"}
+
     def test_gives_up_after_max_attempts_with_a_clear_message(self, monkeypatch):
         api = FakeKubeApi([make_node("a")])
         original = api.patch_node
