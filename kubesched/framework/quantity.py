@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
@@ -32,11 +33,15 @@ def parse_quantity(value: str | int | float) -> Fraction:
     return number * (_BINARY.get(suffix) or _DECIMAL[suffix])
 
 
+# Hot path: every pod and node event parses quantities, and clusters repeat a few dozen
+# strings ("100m", "1Gi"); exact Fraction arithmetic is slow, so results are memoised.
+@lru_cache(maxsize=8192)
 def milli_value(value: str | int | float) -> int:
     """MilliValue(): rounded up to a whole milli-unit, as resource.Quantity does."""
     return math.ceil(parse_quantity(value) * 1000)
 
 
+@lru_cache(maxsize=8192)
 def int_value(value: str | int | float) -> int:
     """Value(): rounded up to a whole unit, as resource.Quantity does."""
     return math.ceil(parse_quantity(value))
