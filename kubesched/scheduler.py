@@ -187,37 +187,44 @@ class Scheduler:
 
     def on_pod_update(self, old_raw: dict, new_raw: dict) -> None:
         if _assigned(new_raw):
-            old_pod = PodInfo(old_raw)
-            if not _assigned(old_raw):
-                # Bound: leaves the queue, enters (or confirms in) the cache.
-                self.queue.delete(old_pod)
-            new_pod = PodInfo(new_raw)
-            if _is_terminal(new_raw):
-                self.cache.remove_pod(new_pod)
-                self.queue.move_all_to_active_or_backoff(
-                    ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
-                return
-            self.cache.update_pod(new_pod)
-            if _assigned(old_raw):
-                action = ActionType(0)
-                if (old_raw.get("metadata") or {}).get("labels") != (new_raw.get("metadata") or {}).get("labels"):
-                    action |= ActionType.UPDATE_POD_LABEL
-                if old_pod.requests != new_pod.requests:
-                    action |= ActionType.UPDATE_POD_SCALE_DOWN
-                if action:
-                    self.queue.move_all_to_active_or_backoff(
-                        ClusterEvent(EventResource.ASSIGNED_POD, action, "AssignedPodUpdate"))
-            else:
-                self.queue.move_all_to_active_or_backoff(
-                    ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"))
+            self._on_assigned_pod_update(old_raw, new_raw)
+            return
+        if ((new_raw.get("spec") or {}).get("schedulerName") or "default-scheduler") not in self.frameworks:
             return
         new_pod = PodInfo(new_raw)
-        if not self.responsible_for(new_pod):
-            return
         if _is_terminal(new_raw):
             self.queue.delete(new_pod)
             return
         self.queue.update(PodInfo(old_raw), new_pod)
+
+    def _on_assigned_pod_update(self, old_raw: dict, new_raw: dict) -> None:
+        # Hot path: every bind comes back here, so the old object is parsed only when needed.
+        was_assigned = _assigned(old_raw)
+        if was_assigned and not _is_terminal(new_raw) and old_raw.get("spec") == new_raw.get("spec") and \
+                (old_raw.get("metadata") or {}).get("labels") == (new_raw.get("metadata") or {}).get("labels"):
+            return  # a status-only change: nothing the scheduler reads
+        new_pod = PodInfo(new_raw)
+        if not was_assigned:
+            # Bound: leaves the queue, enters (or confirms in) the cache.
+            self.queue.delete(new_pod)
+        if _is_terminal(new_raw):
+            self.cache.remove_pod(new_pod)
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
+            return
+        self.cache.update_pod(new_pod)
+        if not was_assigned:
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"))
+            return
+        action = ActionType(0)
+        if (old_raw.get("metadata") or {}).get("labels") != (new_raw.get("metadata") or {}).get("labels"):
+            action |= ActionType.UPDATE_POD_LABEL
+        if PodInfo(old_raw).requests != new_pod.requests:
+            action |= ActionType.UPDATE_POD_SCALE_DOWN
+        if action:
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(EventResource.ASSIGNED_POD, action, "AssignedPodUpdate"))
 
     def on_pod_delete(self, raw: dict) -> None:
         pod = PodInfo(raw)

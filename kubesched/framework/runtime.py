@@ -77,6 +77,7 @@ class Framework:
         self._snapshot = Snapshot()
         self.plugins: dict[str, Any] = {}
         self.score_weights: dict[str, int] = {}
+        self._duration_children: dict[tuple[str, str], Any] = {}
         self._build(profile, registry)
 
     # -- Handle -----------------------------------------------------------------------------
@@ -512,8 +513,11 @@ class Framework:
 
     def _observe(self, point: str, status: Status | None, start: float) -> None:
         code = "Success" if status is None or status.is_success() else _CODE_NAMES[status.code]
-        metrics.framework_extension_point_duration.labels(point, code, self.profile_name).observe(
-            time.perf_counter() - start)
+        child = self._duration_children.get((point, code))
+        if child is None:  # labels() costs a lock and a lookup; each series is resolved once
+            child = self._duration_children[(point, code)] = \
+                metrics.framework_extension_point_duration.labels(point, code, self.profile_name)
+        child.observe(time.perf_counter() - start)
 
 
 class ScoreError(RuntimeError):
