@@ -157,6 +157,10 @@ class SchedulingQueue:
         self.closed = False
         self._seq = itertools.count()
         self.counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0}
+        # Metric series resolved once: labels() on every queue operation would cost more
+        # than the operation itself.
+        self._pending_gauges = {name: metrics.pending_pods.labels(name) for name in self.counts}
+        self._incoming: dict[tuple[str, str], Any] = {}
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -178,8 +182,11 @@ class SchedulingQueue:
             self._count_rejectors(entry, 1)
         self.counts[GATED if where == UNSCHEDULABLE and entry.gated_by else where] += 1
         self._publish()
-        queue_label = GATED if where == UNSCHEDULABLE and entry.gated_by else where
-        metrics.queue_incoming_pods.labels(queue_label, event).inc()
+        key = (GATED if where == UNSCHEDULABLE and entry.gated_by else where, event)
+        counter = self._incoming.get(key)
+        if counter is None:
+            counter = self._incoming[key] = metrics.queue_incoming_pods.labels(*key)
+        counter.inc()
 
     def _unplace(self, entry: QueuedPod) -> None:
         # Heap items are invalidated lazily: a popped item whose seq no longer matches is stale.
@@ -201,7 +208,7 @@ class SchedulingQueue:
 
     def _publish(self) -> None:
         for name, value in self.counts.items():
-            metrics.pending_pods.labels(name).set(value)
+            self._pending_gauges[name].set(value)
 
     def backoff_time(self, entry: QueuedPod) -> float:
         if not entry.backoff_expiration:
