@@ -30,9 +30,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench", description=__doc__,
         epilog="Workloads: " + ", ".join(w.name for w in WORKLOADS)
-        + ". By default the benchmark starts its own etcd and kube-apiserver (lab/lab.sh on ports "
-          "16443/12379, data in bench/work/lab) so nothing else touches its nodes; --kubeconfig "
-          "runs it against an existing API server instead.")
+        + ". By default the benchmark starts its own etcd and kube-apiserver (lab/lab.sh on free "
+          "ports, data in WORKDIR/lab) so nothing else touches its nodes; --kubeconfig runs it "
+          "against an existing API server instead.")
     parser.add_argument("--workload", action="append", metavar="NAME",
                         help="run only these workloads (repeat or comma-separate; a name before '/' "
                              "selects every size, e.g. SchedulingBasic)")
@@ -83,11 +83,12 @@ def plan(args: argparse.Namespace) -> list[tuple]:
     return runs
 
 
-def profile_run(context: RunContext, workload, qps_profile: str, label: str) -> None:
+def profile_run(context: RunContext, workload, qps_profile: str, label: str, results_dir: str) -> None:
     slug = workload.name.replace("/", "-")
     raw = os.path.join(context.workdir, f"profile-{slug}.raw")
     record = run_one(context, workload, "kubesched", qps_profile, label, profile_output=raw)
-    summary = os.path.join(ROOT, "bench", "results", f"profile-{slug}.txt")
+    os.makedirs(results_dir, exist_ok=True)
+    summary = os.path.join(results_dir, f"profile-{slug}.txt")
     with open(summary, "w") as handle:
         handle.write(f"kubesched on {workload.name}, qps profile {qps_profile}, sampled by py-spy "
                      f"(commit {record['commit']}, {record['date']}).\n{format_record(record)}\n\n")
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         for index, (workload, scheduler, profile) in enumerate(runs, 1):
             label = f"[{index}/{len(runs)}] {workload.name} {scheduler} {profile}"
             if args.profile and scheduler == "kubesched":
-                profile_run(context, workload, profile, label)
+                profile_run(context, workload, profile, label, os.path.dirname(os.path.abspath(args.results)))
                 continue
             records.append(run_one(context, workload, scheduler, profile, label))
             # Results are saved after every run, so an interrupted bench keeps what it measured.

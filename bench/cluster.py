@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -270,6 +271,18 @@ def remove_cluster_objects(cluster: Cluster, namespace: str) -> None:
     cluster.request("PUT", f"/api/v1/namespaces/{namespace}/finalize", finalize, ok=(200, 404, 409))
 
 
+def free_ports(count: int) -> list[int]:
+    """Distinct loopback ports that are free now (held open together so none repeats)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def _alive(pid: int) -> bool:
     """Running, and not a zombie waiting for a parent that may never reap it."""
     try:
@@ -289,10 +302,13 @@ class DedicatedLab:
     new kube-apiserver. That is fairer than deleting and recreating objects between runs (no
     history, no warm caches) and saves recreating 10,000 pods per scheduler."""
 
-    def __init__(self, workdir: str, api_port: int = 16443, etcd_port: int = 12379):
+    def __init__(self, workdir: str):
         self.dir = os.path.join(workdir, "lab")
+        # Free ports picked once, kept across restarts: two benchmarks (or a benchmark and
+        # the reliability suite) may run side by side.
+        api_port, etcd_port, peer_port = free_ports(3)
         self.env = dict(os.environ, LAB_DIR=self.dir, LAB_API_PORT=str(api_port),
-                        LAB_ETCD_PORT=str(etcd_port), LAB_ETCD_PEER_PORT=str(etcd_port + 1))
+                        LAB_ETCD_PORT=str(etcd_port), LAB_ETCD_PEER_PORT=str(peer_port))
         self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
         self.script = os.path.join(ROOT, "lab", "lab.sh")
         self.etcd_data = os.path.join(self.dir, "etcd-data")
@@ -305,10 +321,19 @@ class DedicatedLab:
             raise RuntimeError(f"lab.sh {action} for the benchmark's API server failed: {result.stderr.strip()}")
 
     def up(self) -> None:
-        self._lab_sh("up")
+        for attempt in range(3):
+            try:
+                self._lab_sh("up")
+                return
+            except RuntimeError as err:
+                # A port can stay taken for a moment after the process that held it was killed.
+                if "already taken" not in str(err) or attempt == 2:
+                    raise
+                time.sleep(3)
 
     def down(self) -> None:
         """Stop both processes and wipe etcd's data (the snapshot stays)."""
+        self._stop_keeping_data()
         self._lab_sh("down")
 
     def restart_empty(self) -> None:

@@ -57,7 +57,10 @@ def summarise(raw_path: str, top: int = 25) -> str:
                 continue
             samples = int(count)
             total += samples
-            frames = [_function(frame) for frame in stack.split(";")]
+            # --subprocesses roots each stack at a "process PID:COMMAND" frame: not a function.
+            frames = [_function(frame) for frame in stack.split(";") if not frame.startswith("process ")]
+            if not frames:
+                frames = ["(no Python frame: native code or start-up)"]
             own[frames[-1]] += samples
             for function in set(frames):
                 inclusive[function] += samples

@@ -7,14 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
 
 import yaml
 
-from bench.cluster import BENCH_LABEL, ROOT, Cluster
+from bench.cluster import BENCH_LABEL, ROOT, Cluster, free_ports
 
 K8S_VERSION = "v1.37.1"
 CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "kubesched")
@@ -39,12 +38,6 @@ SCHEDULERS = (
     SchedulerSpec("raw-binder", "round-robin binds at full concurrency, no scheduling logic: the API server's ceiling"),
 )
 SCHEDULER_NAMES = tuple(spec.name for spec in SCHEDULERS)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def scheduler_config(kubeconfig: str, scheduler_name: str, qps: int, burst: int) -> dict:
@@ -90,7 +83,7 @@ def command_line(scheduler: str, cluster: Cluster, workdir: str, scheduler_name:
     config_path = os.path.join(workdir, f"{scheduler}-config.yaml")
     with open(config_path, "w") as handle:
         yaml.safe_dump(scheduler_config(os.path.abspath(cluster.kubeconfig), scheduler_name, qps, burst), handle)
-    port = str(free_port())
+    port = str(free_ports(1)[0])
     if scheduler == "kube-scheduler":
         if not os.path.exists(KUBE_SCHEDULER):
             raise RuntimeError(f"{KUBE_SCHEDULER} is missing; run 'make setup' to build the pinned binaries")
