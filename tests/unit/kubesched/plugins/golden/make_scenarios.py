@@ -1,0 +1,219 @@
+"""Random scheduling scenarios for the upstream comparison (see README.md here).
+
+Deterministic: the same seed writes the same scenarios.json.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+
+HOST, ZONE, REGION = "kubernetes.io/hostname", "topology.kubernetes.io/zone", "region"
+NAMESPACES = [("default", {}), ("team-a", {"team": "a"}), ("team-b", {"team": "b"}), ("team-a2", {"team": "a"})]
+APPS = ["web", "db", "cache"]
+TIERS = ["front", "back"]
+IMAGES = ["nginx:1.25", "redis", "gcr.io/big:v1", "registry:5000/app"]
+
+
+def pick(rng, seq, k=None):
+    return rng.choice(seq) if k is None else rng.sample(seq, k)
+
+
+def labels_for(rng):
+    labels = {"app": pick(rng, APPS)}
+    if rng.random() < 0.6:
+        labels["tier"] = pick(rng, TIERS)
+    if rng.random() < 0.3:
+        labels["rev"] = str(rng.randint(1, 2))
+    return labels
+
+
+def label_selector(rng):
+    kind = rng.random()
+    if kind < 0.4:
+        return {"matchLabels": {"app": pick(rng, APPS)}}
+    if kind < 0.7:
+        op = pick(rng, ["In", "NotIn", "Exists", "DoesNotExist"])
+        expr = {"key": pick(rng, ["app", "tier"]), "operator": op}
+        if op in ("In", "NotIn"):
+            expr["values"] = pick(rng, APPS + TIERS, rng.randint(1, 2))
+        return {"matchExpressions": [expr]}
+    if kind < 0.8:
+        return {}
+    return {"matchLabels": {"app": pick(rng, APPS)}, "matchExpressions": [{"key": "tier", "operator": "Exists"}]}
+
+
+def affinity_term(rng):
+    term = {"labelSelector": label_selector(rng), "topologyKey": pick(rng, [HOST, ZONE, REGION])}
+    r = rng.random()
+    if r < 0.15:
+        term["namespaces"] = pick(rng, [n for n, _ in NAMESPACES], rng.randint(1, 2))
+    elif r < 0.3:
+        term["namespaceSelector"] = pick(rng, [{}, {"matchLabels": {"team": "a"}}])
+    return term
+
+
+def pod_affinity(rng, allow_required=True):
+    out = {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = {}
+        if allow_required and rng.random() < 0.3:
+            section["requiredDuringSchedulingIgnoredDuringExecution"] = [affinity_term(rng)
+                                                                        for _ in range(rng.randint(1, 2))]
+        if rng.random() < 0.4:
+            section["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": rng.randint(1, 100), "podAffinityTerm": affinity_term(rng)}
+                for _ in range(rng.randint(1, 2))]
+        if section:
+            out[kind] = section
+    return out
+
+
+def node_selector_requirement(rng):
+    op = pick(rng, ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"])
+    key = "rank" if op in ("Gt", "Lt") else pick(rng, ["color", ZONE, "disk", "rank"])
+    expr = {"key": key, "operator": op}
+    if op in ("In", "NotIn"):
+        expr["values"] = pick(rng, ["blue", "red", "zone-0", "zone-1", "ssd"], rng.randint(1, 2))
+    elif op in ("Gt", "Lt"):
+        expr["values"] = [str(rng.randint(0, 10))]
+    return expr
+
+
+def node_term(rng):
+    term = {"matchExpressions": [node_selector_requirement(rng) for _ in range(rng.randint(1, 2))]}
+    if rng.random() < 0.15:
+        term["matchFields"] = [{"key": "metadata.name", "operator": pick(rng, ["In", "NotIn"]),
+                                "values": [f"node-{rng.randint(0, 5)}"]}]
+    return term
+
+
+def taints(rng):
+    out = []
+    for _ in range(rng.choice([0, 0, 0, 1, 2])):
+        out.append({"key": pick(rng, ["dedicated", "spot", "gpu"]), "value": pick(rng, ["", "x", "y"]),
+                    "effect": pick(rng, ["NoSchedule", "PreferNoSchedule", "NoExecute", "PreferNoSchedule"])})
+    return out
+
+
+def tolerations(rng):
+    out = []
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        t = {"operator": pick(rng, ["Equal", "Exists", ""])}
+        if rng.random() < 0.85:
+            t["key"] = pick(rng, ["dedicated", "spot", "gpu"])
+        if t["operator"] != "Exists":
+            t["value"] = pick(rng, ["", "x", "y"])
+        if rng.random() < 0.7:
+            t["effect"] = pick(rng, ["NoSchedule", "PreferNoSchedule", "NoExecute"])
+        out.append({k: v for k, v in t.items() if v != "" or k == "value"})
+    return out
+
+
+def containers(rng, name):
+    out = []
+    for i in range(rng.randint(1, 3)):
+        c = {"name": f"{name}-c{i}", "image": pick(rng, IMAGES)}
+        reqs = {}
+        if rng.random() < 0.7:
+            reqs["cpu"] = pick(rng, ["100m", "250m", "500m", "1", "1500m"])
+        if rng.random() < 0.7:
+            reqs["memory"] = pick(rng, ["64Mi", "256Mi", "1Gi", "0"])
+        if reqs:
+            c["resources"] = {"requests": reqs}
+        if rng.random() < 0.1:
+            c["ports"] = [{"containerPort": 80, "hostPort": pick(rng, [80, 8080]),
+                           "protocol": pick(rng, ["TCP", "UDP"])}]
+        out.append(c)
+    return out
+
+
+def spread_constraints(rng, labels):
+    out = []
+    for key in pick(rng, [HOST, ZONE, REGION], rng.randint(1, 2)):
+        c = {"maxSkew": rng.randint(1, 3), "topologyKey": key,
+             "whenUnsatisfiable": pick(rng, ["DoNotSchedule", "ScheduleAnyway"]), "labelSelector": label_selector(rng)}
+        if rng.random() < 0.3:
+            c["minDomains"] = rng.randint(1, 4)
+            c["whenUnsatisfiable"] = "DoNotSchedule"
+        if rng.random() < 0.2:
+            c["nodeAffinityPolicy"] = pick(rng, ["Honor", "Ignore"])
+        if rng.random() < 0.2:
+            c["nodeTaintsPolicy"] = pick(rng, ["Honor", "Ignore"])
+        if rng.random() < 0.2 and "rev" in labels:
+            c["matchLabelKeys"] = ["rev"]
+        out.append(c)
+    return out
+
+
+def pod(rng, name, node_name=None, incoming=False):
+    labels = labels_for(rng)
+    spec = {"containers": containers(rng, name)}
+    if node_name:
+        spec["nodeName"] = node_name
+    if rng.random() < 0.4:
+        spec["tolerations"] = tolerations(rng)
+    aff = pod_affinity(rng, allow_required=True) if rng.random() < 0.6 else {}
+    if incoming and rng.random() < 0.5:
+        node_aff = {}
+        if rng.random() < 0.6:
+            node_aff["requiredDuringSchedulingIgnoredDuringExecution"] = {
+                "nodeSelectorTerms": [node_term(rng) for _ in range(rng.randint(1, 2))]}
+        if rng.random() < 0.6:
+            node_aff["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": rng.randint(1, 100), "preference": node_term(rng)} for _ in range(rng.randint(1, 3))]
+        if node_aff:
+            aff["nodeAffinity"] = node_aff
+    if aff:
+        spec["affinity"] = aff
+    if incoming and rng.random() < 0.3:
+        spec["nodeSelector"] = {pick(rng, ["color", "disk"]): pick(rng, ["blue", "ssd"])}
+    if incoming and rng.random() < 0.5:
+        spec["topologySpreadConstraints"] = spread_constraints(rng, labels)
+    ns = pick(rng, [n for n, _ in NAMESPACES]) if rng.random() < 0.3 else "default"
+    meta = {"name": name, "namespace": ns, "uid": f"uid-{name}", "labels": labels}
+    if not incoming and rng.random() < 0.05:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "spec": spec, "status": {}}
+
+
+def node(rng, i):
+    labels = {HOST: f"node-{i}"}
+    if rng.random() < 0.9:
+        labels[ZONE] = f"zone-{rng.randint(0, 2)}"
+    if rng.random() < 0.7:
+        labels[REGION] = f"r{rng.randint(0, 1)}"
+    for key, values in (("color", ["blue", "red"]), ("disk", ["ssd", "hdd"]), ("rank", ["1", "5", "9", "x"])):
+        if rng.random() < 0.5:
+            labels[key] = pick(rng, values)
+    status = {"allocatable": {"cpu": pick(rng, ["2", "4", "8", "3500m"]), "memory": pick(rng, ["4Gi", "8Gi", "16Gi"]),
+                              "pods": str(pick(rng, [5, 110]))}}
+    if rng.random() < 0.5:
+        status["images"] = [{"names": [pick(rng, ["nginx:1.25", "redis:latest", "gcr.io/big:v1"])],
+                             "sizeBytes": pick(rng, [30, 200, 900]) * 1024 * 1024}
+                            for _ in range(rng.randint(1, 2))]
+    status["capacity"] = dict(status["allocatable"])
+    spec = {}
+    t = taints(rng)
+    if t:
+        spec["taints"] = t
+    if rng.random() < 0.1:
+        spec["unschedulable"] = True
+    return {"metadata": {"name": f"node-{i}", "labels": labels}, "spec": spec, "status": status}
+
+
+def scenario(seed: int) -> dict:
+    rng = random.Random(seed)
+    nodes = [node(rng, i) for i in range(rng.randint(2, 6))]
+    existing = []
+    for j in range(rng.randint(0, 12)):
+        existing.append(pod(rng, f"e{j}", node_name=f"node-{rng.randrange(len(nodes))}"))
+    return {"name": f"seed-{seed}", "nodes": nodes, "existing": existing,
+            "namespaces": [{"metadata": {"name": n, "labels": lab}} for n, lab in NAMESPACES],
+            "pod": pod(rng, "incoming", incoming=True)}
+
+
+if __name__ == "__main__":
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+    json.dump([scenario(seed) for seed in range(count)], sys.stdout, indent=None, separators=(",", ":"))
