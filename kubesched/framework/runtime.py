@@ -401,6 +401,7 @@ class Framework:
         plugin -> node -> weighted score (for `kubesched explain`). Raises ScoreError."""
         start = time.perf_counter()
         totals = [0] * len(nodes)
+        scores: list[NodeScore] | None = None
         skip = state.skip_score_plugins
         try:
             for plugin, weight in self.weighted_score_plugins:
@@ -416,7 +417,13 @@ class Framework:
                 except Exception as err:  # noqa: BLE001
                     raise ScoreError(f'running Score plugins: plugin "{plugin.name}" failed with: {err}') from err
                 if hasattr(plugin, "normalize_score"):
-                    scores = [NodeScore(node.name, s) for node, s in zip(nodes, raw)]
+                    # One NodeScore list per cycle, refilled per plugin: building objects per
+                    # node and plugin was the largest cost of scoring.
+                    if scores is None:
+                        scores = [NodeScore(node.name, value) for node, value in zip(nodes, raw)]
+                    else:
+                        for entry, value in zip(scores, raw):
+                            entry.score = value
                     status = plugin.normalize_score(state, pod, scores)
                     if status is not None and not getattr(status, "is_success", lambda: True)():
                         raise ScoreError(f'running Normalize on Score plugins: plugin "{plugin.name}" '
