@@ -1,7 +1,7 @@
 """Suite 2: the API server goes away mid-drain; kubesched carries on and binds every pod.
 
-- restart: etcd is compacted to its current revision, then the private lab's kube-apiserver
-  is stopped and started again. Every open connection is dropped, and every watch that
+- restart: the private lab's kube-apiserver is killed, etcd is compacted past every revision
+  kubesched has seen, and the API server is started again. Every open connection is dropped, and every watch that
   resumes from its old resourceVersion is answered 410 Gone by the rebuilt watch cache: a
   real expiry, not a simulated one. kubesched must relist and go on, in the same process.
 - reset: kubesched reaches the API server through a TCP relay that resets (RST) every
@@ -18,7 +18,7 @@ import time
 import uuid
 
 from reliability.cluster import Cluster, PodWatch, PrivateLab, node_of
-from reliability.instances import KubeschedInstance, scheduler_config
+from reliability.instances import KubeschedInstance, scheduler_config, wait_until
 from reliability.proxy import ResettingProxy
 from reliability.result import SuiteResult
 
@@ -57,6 +57,11 @@ def _drain(cluster: Cluster, workdir: str, label: str, pods: int, disrupt, kubec
         out["watch_expired_relists"] = log.count(WATCH_EXPIRED)
         out["watch_retries"] = log.count(WATCH_FAILED)
         out["bind_failures_retried"] = len(instance.bind_failures())
+        # The pod informer may still be backing off (up to 30 s, as client-go's reflector) when the
+        # binds already succeed; the cache must converge once it is back.
+        settle_from = time.monotonic()
+        wait_until(lambda: instance.metric("scheduler_scheduler_cache_size", {"type": "assumed_pods"}) == 0, 90, 0.5)
+        out["cache_settled_s"] = round(time.monotonic() - settle_from, 1)
         out["cache_assumed_pods_after"] = instance.metric("scheduler_scheduler_cache_size", {"type": "assumed_pods"})
         return out
     finally:
@@ -67,12 +72,13 @@ def _drain(cluster: Cluster, workdir: str, label: str, pods: int, disrupt, kubec
 
 def run_restart(lab: PrivateLab, cluster: Cluster, workdir: str, pods: int) -> dict:
     def restart(out: dict, watch: PodWatch) -> None:
-        out["compacted_revision"] = lab.compact_etcd()
         stopped = time.monotonic()
         # SIGKILL: a graceful stop keeps serving for seconds, long enough to finish a small
         # backlog before the outage even begins.
         lab.stop_apiserver(signal.SIGKILL)
         out["bound_at_outage"] = watch.bound()
+        # Compacted while the API server is down, past every revision kubesched has seen.
+        out["compacted_revision"] = lab.compact_etcd()
         time.sleep(2.0)  # kubesched meets refused connections for a while
         lab.start_apiserver()
         out["apiserver_outage_s"] = round(time.monotonic() - stopped, 2)

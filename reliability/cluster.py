@@ -9,6 +9,7 @@ pod, every change of spec.nodeName: a second change would be a double bind.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -258,7 +259,7 @@ class PrivateLab:
 
     def compact_etcd(self) -> int:
         """Compact etcd to its current revision, so every older resourceVersion is gone and a
-        watch from one is answered 410 Gone once the API server's watch cache is rebuilt."""
+        watch resumed from one is answered 410 Gone. Call it while the API server is down."""
         import urllib.request
 
         def post(path: str, body: dict) -> dict:
@@ -267,7 +268,12 @@ class PrivateLab:
             with urllib.request.urlopen(req, timeout=10) as resp:
                 return json.loads(resp.read())
 
-        revision = int(post("/v3/kv/range", {"key": "Lw=="})["header"]["revision"])  # key "/"
+        # A few writes outside the API server first: a watch resumes from the revision after the
+        # last one it saw, which the compaction must have removed too.
+        bump = base64.b64encode(b"/reliability/compaction-bump").decode()
+        for i in range(3):
+            post("/v3/kv/put", {"key": bump, "value": base64.b64encode(str(i).encode()).decode()})
+        revision = int(post("/v3/kv/range", {"key": bump})["header"]["revision"])
         post("/v3/kv/compaction", {"revision": revision, "physical": True})
         return revision
 
