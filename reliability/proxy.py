@@ -62,7 +62,7 @@ class ResettingProxy:
                     if not data:
                         return
                     peer[sock].sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: select() on a socket reset_all() just closed
             return
         finally:
             with self.lock:
