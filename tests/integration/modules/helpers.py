@@ -34,6 +34,12 @@ def _import_module(module):
     return importlib.import_module("%s.%s" % (MODULE_PACKAGE, module))
 
 
+def import_module_utils(name):
+    """A module_utils module of the collection, as the in-process modules use it."""
+    _import_module("node_taint")
+    return importlib.import_module("ansible_collections.kubesched.scheduler.plugins.module_utils." + name)
+
+
 def run_in_process(module, args, check_mode=False, diff=True, env=None):
     """Run the module's main() once; env temporarily sets environment variables (K8S_AUTH_*)."""
     from ansible.module_utils.testing import patch_module_args

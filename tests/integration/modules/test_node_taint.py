@@ -2,7 +2,7 @@
 
 import json
 
-from .helpers import finish, node_state, read_json
+from .helpers import finish, import_module_utils, node_state, read_json
 
 BLUE = {"key": "app", "value": "blue", "effect": "NoSchedule"}
 
@@ -110,3 +110,27 @@ def test_concurrent_writers_on_one_node_all_apply(bare_nodes, core_v1, start_mod
     assert all(finish(process).get("changed") is True for process in labelers)
     labels = node_state(core_v1, node)["labels"]
     assert all(labels.get(key) == "yes" for key in keys[:3])
+
+
+def test_a_real_409_is_retried_on_a_fresh_read(bare_nodes, core_v1, run_module, monkeypatch):
+    """Another writer slips in between the module's read and its write: the API server answers 409,
+    the module reads again and applies its taint on top, keeping the other writer's."""
+    (node,) = bare_nodes(1)
+    kube_api = import_module_utils("k8s_client").KubeApi
+    original_patch = kube_api.patch_node
+    interloper = {"key": "interloper", "effect": "NoSchedule"}
+    interrupted = []
+
+    def patch_after_an_interloper(self, name, operations, dry_run=False):
+        if not dry_run and not interrupted:
+            interrupted.append(name)
+            core_v1.patch_node(name, [{"op": "add", "path": "/spec/taints", "value": [interloper]}],
+                               _content_type="application/json-patch+json", _preload_content=False)
+        return original_patch(self, name, operations, dry_run)
+
+    monkeypatch.setattr(kube_api, "patch_node", patch_after_an_interloper)
+    result = run_module("node_taint", name=node, taints=["ours:NoSchedule"])
+    assert interrupted == [node]
+    assert result["changed"] is True
+    assert node_state(core_v1, node)["taints"] == [interloper, {"key": "ours", "effect": "NoSchedule"}]
+    assert result["diff"][0]["before"] == {"taints": [interloper]}
