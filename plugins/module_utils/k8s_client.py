@@ -213,9 +213,21 @@ class KubeApi(object):
     def __init__(self, api_client):
         self.api_client = api_client
         self.host = api_client.configuration.host
-        self.core = k8s_client.CoreV1Api(api_client)
-        self.scheduling = k8s_client.SchedulingV1Api(api_client)
-        self.authorization = k8s_client.AuthorizationV1Api(api_client)
+
+    # Each generated API class is imported on first use: CoreV1Api alone takes about a second
+    # to import, which priority_class never needs.
+
+    @property
+    def core(self):
+        return k8s_client.CoreV1Api(self.api_client)
+
+    @property
+    def scheduling(self):
+        return k8s_client.SchedulingV1Api(self.api_client)
+
+    @property
+    def authorization(self):
+        return k8s_client.AuthorizationV1Api(self.api_client)
 
     def _call(self, verb, resource, name, method, *args, **kwargs):
         kwargs.update(_preload_content=False, _request_timeout=REQUEST_TIMEOUT)
