@@ -152,7 +152,8 @@ def _requested_names(spec: dict, pod_level: dict) -> set[str]:
     return names
 
 
-def compute_pod_requests(spec: dict, non_zero: bool = False, scoring: bool = False) -> Resource:
+def compute_pod_requests(spec: dict, non_zero: bool = False, scoring: bool = False,
+                         pod_level: bool = True) -> Resource:
     """A pod's effective request, as k8s.io/component-helpers/resource.PodRequests computes it.
 
     Regular containers add up; restartable (sidecar) init containers run beside them and add
@@ -164,14 +165,15 @@ def compute_pod_requests(spec: dict, non_zero: bool = False, scoring: bool = Fal
     NodeInfo.NonZeroRequested does: when pod-level requests are set, only for a resource the
     pod requests nowhere. With scoring too, the defaults apply per container regardless of
     pod-level requests, as the NodeResourcesFit scorers compute the incoming pod's request.
+    Without pod_level, pod-level requests are ignored (resourcehelper's SkipPodLevelResources).
     """
-    pod_level = _pod_level_requests(spec)
+    pod_level_requests = _pod_level_requests(spec) if pod_level else {}
     defaults: tuple[str, ...] = ()
     if non_zero:
-        if scoring or not pod_level:
+        if scoring or not pod_level_requests:
             defaults = (CPU, MEMORY)
         else:
-            present = _requested_names(spec, pod_level)
+            present = _requested_names(spec, pod_level_requests)
             defaults = tuple(n for n in (CPU, MEMORY) if n not in present)
     reqs = Resource()
     for container in spec.get("containers") or ():
@@ -189,7 +191,7 @@ def compute_pod_requests(spec: dict, non_zero: bool = False, scoring: bool = Fal
             candidate.add(sidecars)
         init_max.set_max(candidate)
     reqs.set_max(init_max)
-    for name, quantity in pod_level.items():
+    for name, quantity in pod_level_requests.items():
         reqs.set(name, quantity)
     overhead = spec.get("overhead")
     if overhead:
