@@ -38,8 +38,10 @@ def pod_resource_requests(pod: PodInfo, resources: list[tuple[str, int]], use_re
     else:
         requests = pod.plugin_cache.get("ScoringRequests")
         if requests is None:
+            # As upstream's Fit scorer: its resourceAllocationScorer never enables pod-level
+            # resources, so they are skipped here (BalancedAllocation does count them).
             requests = pod.plugin_cache["ScoringRequests"] = compute_pod_requests(
-                pod.raw.get("spec") or {}, non_zero=True, scoring=True)
+                pod.raw.get("spec") or {}, non_zero=True, scoring=True, pod_level=False)
     out = []
     for name, _weight in resources:
         if name == CPU:

@@ -55,7 +55,8 @@ def build(seed: int, order: list[str]):
     for raw in sc["existing"]:
         infos[raw["spec"]["nodeName"]].add_pod(PodInfo(raw))
     nodes = [infos[name] for name in order]
-    handle = FakeHandle(nodes, objects={"namespaces": sc["namespaces"]})
+    handle = FakeHandle(nodes, objects={kind: sc[kind] for kind in
+                                        ("namespaces", "services", "replicasets", "statefulsets")})
     return handle, nodes, PodInfo(sc["pod"])
 
 

@@ -14,6 +14,7 @@ NAMESPACES = [("default", {}), ("team-a", {"team": "a"}), ("team-b", {"team": "b
 APPS = ["web", "db", "cache"]
 TIERS = ["front", "back"]
 IMAGES = ["nginx:1.25", "redis", "gcr.io/big:v1", "registry:5000/app"]
+GPU = "example.com/gpu"
 
 
 def pick(rng, seq, k=None):
@@ -147,9 +148,31 @@ def spread_constraints(rng, labels):
     return out
 
 
-def pod(rng, name, node_name=None, incoming=False):
+def with_resource_variety(rng, spec, name):
+    """Init and sidecar containers, overhead, pod-level requests, extended resources."""
+    if rng.random() < 0.2:
+        init = containers(rng, f"{name}-init")
+        for c in init:
+            if rng.random() < 0.5:
+                c["restartPolicy"] = "Always"
+            c.pop("ports", None)
+        spec["initContainers"] = init
+    if rng.random() < 0.1:
+        spec["overhead"] = {"cpu": "50m", "memory": "32Mi"}
+    if rng.random() < 0.1:
+        spec["resources"] = {"requests": {pick(rng, ["cpu", "memory"]): pick(rng, ["300m", "2"]) }}
+        if "memory" in spec["resources"]["requests"]:
+            spec["resources"]["requests"]["memory"] = "512Mi"
+    if rng.random() < 0.15:
+        c = spec["containers"][0]
+        c.setdefault("resources", {}).setdefault("requests", {})[pick(rng, [GPU, "hugepages-2Mi"])] = \
+            pick(rng, ["1", "2"]) if rng.random() < 0.5 else "2Mi"
+
+
+def pod(rng, name, node_name=None, incoming=False, owners=()):
     labels = labels_for(rng)
     spec = {"containers": containers(rng, name)}
+    with_resource_variety(rng, spec, name)
     if node_name:
         spec["nodeName"] = node_name
     if rng.random() < 0.4:
@@ -173,6 +196,12 @@ def pod(rng, name, node_name=None, incoming=False):
         spec["topologySpreadConstraints"] = spread_constraints(rng, labels)
     ns = pick(rng, [n for n, _ in NAMESPACES]) if rng.random() < 0.3 else "default"
     meta = {"name": name, "namespace": ns, "uid": f"uid-{name}", "labels": labels}
+    owned = [o for o in owners if o["namespace"] == ns]
+    if owned and rng.random() < 0.5:
+        owner = pick(rng, owned)
+        meta["ownerReferences"] = [{"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["name"],
+                                    "uid": f"uid-{owner['name']}", "controller": True}]
+        meta["labels"] = dict(owner["labels"], **labels)
     if not incoming and rng.random() < 0.05:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     return {"metadata": meta, "spec": spec, "status": {}}
@@ -189,6 +218,10 @@ def node(rng, i):
             labels[key] = pick(rng, values)
     status = {"allocatable": {"cpu": pick(rng, ["2", "4", "8", "3500m"]), "memory": pick(rng, ["4Gi", "8Gi", "16Gi"]),
                               "pods": str(pick(rng, [5, 110]))}}
+    if rng.random() < 0.3:
+        status["allocatable"][GPU] = pick(rng, ["1", "4"])
+    if rng.random() < 0.2:
+        status["allocatable"]["hugepages-2Mi"] = pick(rng, ["2Mi", "8Mi"])
     if rng.random() < 0.5:
         status["images"] = [{"names": [pick(rng, ["nginx:1.25", "redis:latest", "gcr.io/big:v1"])],
                              "sizeBytes": pick(rng, [30, 200, 900]) * 1024 * 1024}
@@ -203,15 +236,35 @@ def node(rng, i):
     return {"metadata": {"name": f"node-{i}", "labels": labels}, "spec": spec, "status": status}
 
 
+def workloads(rng) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """Services, ReplicaSets and StatefulSets whose selectors system default spreading uses."""
+    services, replicasets, statefulsets = [], [], []
+    for i in range(rng.randint(0, 2)):
+        services.append({"metadata": {"name": f"svc{i}", "namespace": pick(rng, ["default", "team-a"])},
+                         "spec": {"selector": {"app": pick(rng, APPS)}}})
+    owners = []
+    for i in range(rng.randint(0, 2)):
+        kind = pick(rng, ["ReplicaSet", "StatefulSet"])
+        ns = pick(rng, ["default", "team-a"])
+        labels = {"owner": f"w{i}"}
+        obj = {"metadata": {"name": f"w{i}", "namespace": ns},
+               "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}}}}
+        (replicasets if kind == "ReplicaSet" else statefulsets).append(obj)
+        owners.append({"apiVersion": "apps/v1", "kind": kind, "name": f"w{i}", "namespace": ns, "labels": labels})
+    return services, replicasets, statefulsets, owners
+
+
 def scenario(seed: int) -> dict:
     rng = random.Random(seed)
     nodes = [node(rng, i) for i in range(rng.randint(2, 6))]
+    services, replicasets, statefulsets, owners = workloads(rng)
     existing = []
     for j in range(rng.randint(0, 12)):
-        existing.append(pod(rng, f"e{j}", node_name=f"node-{rng.randrange(len(nodes))}"))
+        existing.append(pod(rng, f"e{j}", node_name=f"node-{rng.randrange(len(nodes))}", owners=owners))
     return {"name": f"seed-{seed}", "nodes": nodes, "existing": existing,
             "namespaces": [{"metadata": {"name": n, "labels": lab}} for n, lab in NAMESPACES],
-            "pod": pod(rng, "incoming", incoming=True)}
+            "services": services, "replicasets": replicasets, "statefulsets": statefulsets,
+            "pod": pod(rng, "incoming", incoming=True, owners=owners)}
 
 
 if __name__ == "__main__":

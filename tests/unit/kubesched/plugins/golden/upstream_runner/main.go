@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -31,11 +32,14 @@ import (
 )
 
 type scenario struct {
-	Name       string         `json:"name"`
-	Nodes      []*v1.Node     `json:"nodes"`
-	Existing   []*v1.Pod      `json:"existing"`
-	Namespaces []*v1.Namespace `json:"namespaces"`
-	Pod        *v1.Pod        `json:"pod"`
+	Name         string                `json:"name"`
+	Nodes        []*v1.Node            `json:"nodes"`
+	Existing     []*v1.Pod             `json:"existing"`
+	Namespaces   []*v1.Namespace       `json:"namespaces"`
+	Services     []*v1.Service         `json:"services"`
+	ReplicaSets  []*appsv1.ReplicaSet  `json:"replicasets"`
+	StatefulSets []*appsv1.StatefulSet `json:"statefulsets"`
+	Pod          *v1.Pod               `json:"pod"`
 }
 
 type filterResult struct {
@@ -107,6 +111,15 @@ func run(ctx context.Context, sc *scenario) (*result, error) {
 	objs := []runtime.Object{}
 	for _, ns := range sc.Namespaces {
 		objs = append(objs, ns)
+	}
+	for _, o := range sc.Services {
+		objs = append(objs, o)
+	}
+	for _, o := range sc.ReplicaSets {
+		objs = append(objs, o)
+	}
+	for _, o := range sc.StatefulSets {
+		objs = append(objs, o)
 	}
 	client := clientsetfake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
