@@ -18,12 +18,17 @@ die() { printf 'wheelhouse: ERROR: %s\n' "$*" >&2; exit 1; }
 [ -x "$PYTHON" ] || die "$PYTHON is missing; run 'make setup' first."
 mkdir -p "$WHEELS" "$DEBS"
 
-# Same flags as the scheduler role: offline first, the index only for what is missing.
+# Same flags as the scheduler role: a clean copy of the source, offline first, the index
+# only for what is missing.
 export SOURCE_DATE_EPOCH=315532800
+build=$(mktemp -d)
+trap 'rm -rf "$build"' EXIT
+cp -r "$ROOT/pyproject.toml" "$ROOT/kubesched" "$build"/
+for extra in "$ROOT"/README* "$ROOT"/LICENSE*; do [ -e "$extra" ] && cp -r "$extra" "$build"/; done
 if ! "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --no-index --find-links "$WHEELS" \
-     --wheel-dir "$WHEELS" "$ROOT" setuptools 2>/dev/null; then
+     --wheel-dir "$WHEELS" "$build" pip setuptools 2>/dev/null; then
   "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --find-links "$WHEELS" \
-    --wheel-dir "$WHEELS" "$ROOT" setuptools || die "pip could not build the wheelhouse; is PyPI reachable?"
+    --wheel-dir "$WHEELS" "$build" pip setuptools || die "pip could not build the wheelhouse; is PyPI reachable?"
   echo "wheelhouse: fetched the dependencies into $WHEELS"
 fi
 
