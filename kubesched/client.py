@@ -276,6 +276,9 @@ class ApiClient:
                                        status.get("message", ""), status)
                     yield event
         finally:
+            # A watch left mid-stream has unread bytes: close it rather than return it to the
+            # pool, or the next request on that connection would read them as its response.
+            resp.close()
             resp.release_conn()
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:

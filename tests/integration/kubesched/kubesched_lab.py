@@ -217,6 +217,7 @@ class ApiProxy:
                 except OSError:
                     pass
                 finally:
+                    resp.close()  # never return a half-read watch connection to the pool
                     resp.release_conn()
                     with proxy.lock:
                         proxy.watch_connections.discard(self.connection)
