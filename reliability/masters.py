@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -44,6 +45,11 @@ class Masters:
     lease_name: str = "rel-kube-scheduler"
     secure_port: int = 10259
     addresses: dict[str, str] = field(init=False)
+    release_frozen: bool = False  # set once the baseline run built the wheel
+
+    @property
+    def wheelhouse(self) -> Path:
+        return self.workdir / "wheelhouse"
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir)
@@ -103,6 +109,10 @@ class Masters:
             "scheduler_lease_name": self.lease_name,
             "scheduler_secure_port": self.secure_port,
             "scheduler_lease_duration": "6s", "scheduler_renew_deadline": "4s", "scheduler_retry_period": "1s",
+            # A wheelhouse of our own, built once: the shared one follows the tree (and other
+            # engineers' runs), which would make every run here install a new release.
+            "scheduler_kubesched_wheelhouse": str(self.wheelhouse),
+            "scheduler_kubesched_build_wheel": not self.release_frozen,
             **overrides,
         }
         hosts = {name: {"scheduler_bind_address": addr} for name, addr in self.addresses.items()}
@@ -137,6 +147,9 @@ class Masters:
                               cwd=ROOT, timeout=900, check=False)
         if done.returncode != 0:
             return done.returncode, done.stdout + done.stderr
+        shared = Path.home() / ".cache" / "kubesched" / "wheelhouse"
+        shutil.rmtree(self.wheelhouse, ignore_errors=True)
+        shutil.copytree(shared, self.wheelhouse, ignore=shutil.ignore_patterns("kubesched-*.whl", ".kubesched-source"))
         debs = Path.home() / ".cache" / "kubesched" / "debs"
         for name in self.names:
             docker("cp", f"{debs}/.", f"{name}:/var/cache/kubesched-debs/")

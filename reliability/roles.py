@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 import socket
-import time
 from pathlib import Path
 
 import yaml
@@ -41,7 +40,11 @@ def _fatal_line(output: str) -> str:
     for line in output.splitlines():
         if line.startswith("fatal:") or line.startswith("failed:"):
             match = re.search(r'"msg": "((?:[^"\\]|\\.)*)"', line)
-            return (match.group(1) if match else line)[:400]
+            stderr = re.search(r'"stderr": "((?:[^"\\]|\\.)*)"', line)
+            message = match.group(1) if match else line
+            if stderr and stderr.group(1):
+                message += ": " + stderr.group(1).split("\\n")[0]
+            return message[:400]
     return ""
 
 
@@ -169,12 +172,7 @@ def run(lab: PrivateLab, cluster: Cluster, workdir: str, masters: Masters) -> Su
             return result.finish()
         if not converge(result, masters, "baseline"):
             return result.finish()
-        time.sleep(2)
-        rc, output, seconds = masters.playbook(SITE, masters.inventory())
-        result.figures["site_run_s_idempotent"] = round(seconds, 1)
-        changed = re.findall(r"^\S+\s+: ok=\d+\s+changed=(\d+)", output, re.M)
-        result.check("an unchanged re-run changes nothing", rc == 0 and all(c == "0" for c in changed),
-                     f"changed per host: {changed}")
+        masters.release_frozen = True
         failure_case(result, masters, "bad-config", {"scheduler_profiles": [
             {"schedulerName": "default-scheduler",
              "plugins": {"score": {"enabled": [{"name": "NoSuchPlugin", "weight": 1}]}}}]},
