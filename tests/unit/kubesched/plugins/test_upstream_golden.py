@@ -14,6 +14,7 @@ from plugin_builders import FakeHandle
 
 from kubesched.framework.interface import Code, CycleState, NodeScore
 from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.plugins.default_preemption import DefaultPreemption, pick_one_node_for_preemption
 from kubesched.plugins.image_locality import ImageLocality
 from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.node_affinity import NodeAffinity
@@ -98,3 +99,44 @@ def test_agrees_with_upstream(case):
         assert filter_results(PLUGINS[name](handle), pod, nodes) == want, f"{name} filter"
     for name, want in case["scores"].items():
         assert score_results(PLUGINS[name](handle), pod, nodes) == want, f"{name} score"
+
+
+PREEMPTION_GOLDEN = json.loads((HERE / "upstream_1.37.1_preemption.json").read_text())
+FILTERS = [TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity]
+
+
+def as_result(status):
+    return {"code": status.code.name.title().replace("_", ""), "reasons": status.reasons}
+
+
+@pytest.mark.parametrize("case", PREEMPTION_GOLDEN, ids=[c["name"] for c in PREEMPTION_GOLDEN])
+def test_preemption_agrees_with_upstream(case):
+    sc = make_scenarios.preemption_scenario(int(case["name"].split("-")[1]))
+    infos = [NodeInfo(n) for n in sc["nodes"]]
+    by_name = {n.name: n for n in infos}
+    for raw in sc["existing"]:
+        by_name[raw["spec"]["nodeName"]].add_pod(PodInfo(raw))
+    handle = FakeHandle(infos, pdbs=sc["pdbs"], objects={"namespaces": sc["namespaces"]})
+    handle.filters = [cls(None, handle) for cls in FILTERS]
+    pod = PodInfo(sc["pod"])
+    state = CycleState()
+    assert handle.run_pre_filters(state, pod) is None
+    statuses = {}
+    for node in infos:
+        status = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
+        if status is not None:
+            statuses[node.name] = status
+    assert {name: as_result(s) for name, s in statuses.items()} == case["statuses"]
+    potential = [n for n in infos if n.name in statuses and statuses[n.name].code == Code.UNSCHEDULABLE]
+    if not potential:
+        assert not case["candidates"]
+        return
+    plugin = DefaultPreemption(None, handle)
+    candidates, node_statuses, errors = plugin.dry_run_preemption(
+        state, pod, potential, sc["pdbs"], 0, len(potential))
+    assert not errors
+    assert {c.name: {"victims": [v.name for v in c.victims], "pdbViolations": c.num_pdb_violations}
+            for c in candidates} == case["candidates"]
+    assert {name: as_result(s) for name, s in node_statuses.items()} == case["nodeStatus"]
+    best = pick_one_node_for_preemption(candidates, plugin.clock())
+    assert (best.name if best else "") == case["selected"]

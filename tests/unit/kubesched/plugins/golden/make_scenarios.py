@@ -267,6 +267,63 @@ def scenario(seed: int) -> dict:
             "pod": pod(rng, "incoming", incoming=True, owners=owners)}
 
 
+
+
+def preemption_scenario(seed: int) -> dict:
+    """Full nodes, lower-priority pods (some under PDBs), and a pod that must preempt."""
+    rng = random.Random(1_000_000 + seed)
+    nodes = []
+    for i in range(rng.randint(2, 5)):
+        n = node(rng, i)
+        n["spec"].pop("unschedulable", None)
+        n["spec"]["taints"] = [t for t in n["spec"].get("taints", ()) if t["effect"] == "PreferNoSchedule"]
+        n["status"]["allocatable"].update({"cpu": pick(rng, ["2", "3", "4"]), "memory": "8Gi", "pods": "110"})
+        nodes.append(n)
+    existing = []
+    start = 0
+    for i, n in enumerate(nodes):
+        for j in range(rng.randint(1, 4)):
+            start += rng.randint(1, 100)
+            labels = {"app": pick(rng, APPS)}
+            spec = {"nodeName": n["metadata"]["name"], "priority": rng.choice([0, 1, 1, 2, 3, 50]),
+                    "containers": [{"name": "c", "image": "nginx:1.25", "resources": {"requests": {
+                        "cpu": pick(rng, ["500m", "1", "1500m"]), "memory": pick(rng, ["256Mi", "1Gi"])}}}]}
+            # At most one holder of a host port per node: two could never have been scheduled
+            # there, and upstream's NodeInfo (a set, not a count) frees the port when either leaves.
+            if rng.random() < 0.15 and not any(p["spec"]["nodeName"] == n["metadata"]["name"] and
+                                               p["spec"]["containers"][0].get("ports") for p in existing):
+                spec["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80, "protocol": "TCP"}]
+            if rng.random() < 0.15:
+                spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOST}]}}
+            existing.append({"metadata": {"name": f"v{i}-{j}", "namespace": "default", "uid": f"uid-v{i}-{j}",
+                                          "labels": labels},
+                             "spec": spec,
+                             "status": {"startTime": f"2026-01-01T00:{start // 60 % 60:02d}:{start % 60:02d}Z"}})
+    pdbs = []
+    for k in range(rng.randint(0, 2)):
+        pdbs.append({"metadata": {"name": f"pdb{k}", "namespace": "default"},
+                     "spec": {"selector": {"matchLabels": {"app": pick(rng, APPS)}}},
+                     "status": {"disruptionsAllowed": rng.randint(0, 1)}})
+    spec = {"priority": rng.choice([2, 10, 100]), "containers": [{"name": "c", "image": "nginx:1.25", "resources": {
+        "requests": {"cpu": pick(rng, ["1", "1500m", "2", "3"]), "memory": "512Mi"}}}]}
+    labels = {"app": pick(rng, APPS)}
+    if rng.random() < 0.2:
+        spec["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80, "protocol": "TCP"}]
+    if rng.random() < 0.2:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": pick(rng, APPS)}}, "topologyKey": HOST}]}}
+    if rng.random() < 0.2:
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": labels}}]
+    incoming = {"metadata": {"name": "preemptor", "namespace": "default", "uid": "uid-preemptor", "labels": labels},
+                "spec": spec, "status": {}}
+    return {"name": f"preempt-{seed}", "nodes": nodes, "existing": existing, "pdbs": pdbs, "pod": incoming,
+            "namespaces": [{"metadata": {"name": n, "labels": lab}} for n, lab in NAMESPACES]}
+
+
 if __name__ == "__main__":
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 300
-    json.dump([scenario(seed) for seed in range(count)], sys.stdout, indent=None, separators=(",", ":"))
+    kind = sys.argv[1] if len(sys.argv) > 1 else "plugins"
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+    make = preemption_scenario if kind == "preemption" else scenario
+    json.dump([make(seed) for seed in range(count)], sys.stdout, indent=None, separators=(",", ":"))

@@ -211,6 +211,10 @@ func run(ctx context.Context, sc *scenario) (*result, error) {
 
 func main() {
 	schedmetrics.Register()
+	if len(os.Args) > 2 && os.Args[1] == "preemption" {
+		mainPreemption(os.Args[2])
+		return
+	}
 	data, err := os.ReadFile(os.Args[1])
 	if err != nil {
 		panic(err)
@@ -223,6 +227,30 @@ func main() {
 	for _, sc := range scenarios {
 		ctx, cancel := context.WithCancel(context.Background())
 		r, err := run(ctx, sc)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", sc.Name, err)
+			os.Exit(1)
+		}
+		results = append(results, r)
+	}
+	out, _ := json.MarshalIndent(results, "", " ")
+	fmt.Println(string(out))
+}
+
+func mainPreemption(path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	var scenarios []*preemptionScenario
+	if err := json.Unmarshal(data, &scenarios); err != nil {
+		panic(err)
+	}
+	var results []*preemptionResult
+	for _, sc := range scenarios {
+		ctx, cancel := context.WithCancel(context.Background())
+		r, err := runPreemption(ctx, sc)
 		cancel()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", sc.Name, err)
