@@ -111,16 +111,7 @@ class Informer:
                 del self.store[key]
                 self.on_delete(old)
         for key, obj in fresh.items():
-            old = old_store.get(key)
-            self.store[key] = obj
-            if old is not None and _uid(old) != _uid(obj):
-                # Deleted and re-created under the same name while we were not watching.
-                self.on_delete(old)
-                old = None
-            if old is None:
-                self.on_add(obj)
-            elif _rv(old) != _rv(obj):
-                self.on_update(old, obj)
+            self._store(key, obj, old_store.get(key))
         self.resource_version = (listing.get("metadata") or {}).get("resourceVersion", "")
         self.relists += 1
         self.synced.set()
@@ -137,20 +128,25 @@ class Informer:
                 continue
             key = object_key(obj)
             if etype == "ADDED" or etype == "MODIFIED":
-                old = self.store.get(key)
-                self.store[key] = obj
-                if old is not None and _uid(old) != _uid(obj):
-                    self.on_delete(old)
-                    old = None
-                if old is None:
-                    self.on_add(obj)
-                else:
-                    self.on_update(old, obj)
+                self._store(key, obj, self.store.get(key))
             elif etype == "DELETED":
                 self.store.pop(key, None)
                 self.on_delete(obj)
             if rv:
                 self.resource_version = rv
+
+
+    def _store(self, key: str, obj: dict, old: dict | None) -> None:
+        """Keep obj and report it as an add, or an update of old (unless unchanged)."""
+        self.store[key] = obj
+        if old is not None and _uid(old) != _uid(obj):
+            # Deleted and re-created under the same name while we were not watching.
+            self.on_delete(old)
+            old = None
+        if old is None:
+            self.on_add(obj)
+        elif _rv(old) != _rv(obj):
+            self.on_update(old, obj)
 
 
 def _uid(obj: dict) -> str:
