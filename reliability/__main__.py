@@ -7,7 +7,7 @@
 The private lab (default /tmp/rel-lab on 127.0.0.1:16643, etcd on 12579/12580; override with
 RELIABILITY_LAB_DIR, RELIABILITY_LAB_API_PORT, RELIABILITY_LAB_ETCD_PORT,
 RELIABILITY_LAB_ETCD_PEER_PORT) is started here and stopped at the end. A run of only some
-suites prints its summary but does not overwrite the committed results.
+suites replaces those suites in reliability/results/latest.json and keeps the others.
 """
 
 from __future__ import annotations
@@ -95,17 +95,14 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = {"suites": chosen, "failover_pods": args.pods, "apiserver_pods": args.restart_pods,
                 "lab": {"api_port": lab.api_port, "etcd_port": lab.etcd_port}}
-    data = report.build(results, settings)
-    print("\n".join(report.summary_lines(data)))
-    if set(chosen) == set(SUITES):
-        report.write_json(data)
-        report.write_doc(data)
-        print(f"reliability: wrote {report.RESULTS.relative_to(ROOT)} and {report.DOC.relative_to(ROOT)}")
-    else:
-        partial = WORKDIR / "partial.json"
-        report.write_json(data, partial)
-        print(f"reliability: a partial run; results in {partial.relative_to(ROOT)} (committed results untouched)")
-    return 0 if data["passed"] else 1
+    fresh = [r.to_dict() for r in results]
+    print("\n".join(report.summary_lines(report.build(fresh, settings))))
+    data = report.build(report.merge(report.load(), fresh), settings)
+    report.write_json(data)
+    report.write_doc(data)
+    print(f"reliability: wrote {report.RESULTS.relative_to(ROOT)} and {report.DOC.relative_to(ROOT)}"
+          + ("" if set(chosen) == set(SUITES) else f" (suites {', '.join(chosen)} replaced, the others kept)"))
+    return 0 if all(r.passed for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 from reliability.cluster import ROOT
-from reliability.result import SuiteResult
 
 RESULTS = ROOT / "reliability" / "results" / "latest.json"
 DOC = ROOT / "docs" / "reliability.md"
@@ -24,10 +23,11 @@ def _commit() -> str:
     return done.stdout.strip()
 
 
-def build(suites: list[SuiteResult], settings: dict) -> dict:
+def build(suites: list[dict], settings: dict) -> dict:
+    """The results document from suite dicts (SuiteResult.to_dict(), or a previous run's)."""
     figures: dict = {}
     for suite in suites:
-        figures.update(suite.figures)
+        figures.update(suite["figures"])
     lost = [figures.get(k) for k in ("pods_lost", "pods_lost_restart", "pods_lost_reset")]
     doubles = [figures.get(k) for k in ("double_binds", "double_binds_restart", "double_binds_reset")]
     summary = {key: figures.get(key) for key in HEADLINE}
@@ -40,11 +40,27 @@ def build(suites: list[SuiteResult], settings: dict) -> dict:
         "commit": _commit(),
         "machine": {"cpus": _cpus(), "python": platform.python_version(), "system": platform.platform()},
         "settings": settings,
-        "passed": all(s.passed for s in suites),
+        "passed": all(s["passed"] for s in suites),
         "summary": summary,
         "figures": figures,
-        "suites": [s.to_dict() for s in suites],
+        "suites": suites,
     }
+
+
+def merge(previous: dict | None, fresh: list[dict]) -> list[dict]:
+    """The previous run's suites with the freshly run ones replacing theirs (a partial run)."""
+    if not previous:
+        return fresh
+    by_name = {s["name"]: s for s in fresh}
+    merged = [by_name.pop(s["name"], s) for s in previous.get("suites") or []]
+    return merged + list(by_name.values())
+
+
+def load(path: Path = RESULTS) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _cpus() -> int:
@@ -81,7 +97,8 @@ def render(data: dict) -> str:
         "Measured by `make reliability` (`.venv/bin/python -m reliability`), which runs every suite",
         "against a private lab API server (lab/lab.sh with its own directory and ports, so one suite",
         "may restart it) and writes `reliability/results/latest.json`. This page is generated from",
-        f"that file: run of {data['generated_at']} at commit {data['commit']}, on {data['machine']['cpus']} CPUs.",
+        f"that file: written {data['generated_at']} at commit {data['commit']}, on {data['machine']['cpus']} CPUs",
+        "(each suite's section says when it ran; a partial run replaces only the suites it ran).",
         "The fast suites also run in `make test` (tests/integration/reliability/).",
         "",
         "## The figures",
@@ -159,7 +176,7 @@ def _targets(data: dict) -> list[str]:
 
 def _suite_section(suite: dict) -> list[str]:
     status = "passed" if suite["passed"] else "FAILED"
-    lines = [f"## {suite['title']} ({status}, {suite['seconds']} s)", ""]
+    lines = [f"## {suite['title']} ({status}, {suite['seconds']} s, run {suite.get('finished_at', '?')})", ""]
     for check in suite["checks"]:
         mark = "ok" if check["passed"] else "**FAILED**"
         detail = f": {check['detail']}" if check["detail"] else ""

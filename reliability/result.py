@@ -47,4 +47,5 @@ class SuiteResult:
         data = asdict(self)
         data.pop("started")
         data["passed"] = self.passed
+        data["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         return data
