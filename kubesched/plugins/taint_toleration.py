@@ -73,6 +73,8 @@ class TaintToleration:
         return None
 
     def score(self, state, pod: PodInfo, node_info: NodeInfo) -> int:
+        if not node_info.taints:  # hot path: most nodes have no taints
+            return 0
         tolerations = state.read(PRE_SCORE_STATE_KEY)
         return sum(1 for taint in node_info.taints
                    if taint.effect == PREFER_NO_SCHEDULE and not tolerations_tolerate_taint(tolerations, taint))
