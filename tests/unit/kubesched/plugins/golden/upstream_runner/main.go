@@ -212,48 +212,29 @@ func run(ctx context.Context, sc *scenario) (*result, error) {
 func main() {
 	schedmetrics.Register()
 	if len(os.Args) > 2 && os.Args[1] == "preemption" {
-		mainPreemption(os.Args[2])
+		runAll(os.Args[2], runPreemption)
 		return
 	}
-	data, err := os.ReadFile(os.Args[1])
-	if err != nil {
-		panic(err)
-	}
-	var scenarios []*scenario
-	if err := json.Unmarshal(data, &scenarios); err != nil {
-		panic(err)
-	}
-	var results []*result
-	for _, sc := range scenarios {
-		ctx, cancel := context.WithCancel(context.Background())
-		r, err := run(ctx, sc)
-		cancel()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", sc.Name, err)
-			os.Exit(1)
-		}
-		results = append(results, r)
-	}
-	out, _ := json.MarshalIndent(results, "", " ")
-	fmt.Println(string(out))
+	runAll(os.Args[1], run)
 }
 
-func mainPreemption(path string) {
+// runAll decodes the scenarios in path, runs each and prints the results as JSON.
+func runAll[S any, R any](path string, runOne func(context.Context, *S) (R, error)) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		panic(err)
 	}
-	var scenarios []*preemptionScenario
+	var scenarios []*S
 	if err := json.Unmarshal(data, &scenarios); err != nil {
 		panic(err)
 	}
-	var results []*preemptionResult
-	for _, sc := range scenarios {
+	var results []R
+	for i, sc := range scenarios {
 		ctx, cancel := context.WithCancel(context.Background())
-		r, err := runPreemption(ctx, sc)
+		r, err := runOne(ctx, sc)
 		cancel()
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", sc.Name, err)
+			fmt.Fprintf(os.Stderr, "scenario %d: %v\n", i, err)
 			os.Exit(1)
 		}
 		results = append(results, r)
