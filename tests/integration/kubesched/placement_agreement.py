@@ -231,6 +231,7 @@ def compare(workload: str, core_v1, workdir: Path) -> dict:
         "same_node": len(same_node), "same_outcome": len(same_outcome),
         "per_node_counts": {k: sorted(Counter(r[n]["node"][strip:] for n in names if n in r).items())
                             for k, r in results.items()},
+        "upstream_placements": {n: (upstream.get(n) or {}).get("node", "")[strip:] for n in names},
         "differences": {n: {k: (results[k].get(n) or {}).get("node", "")[strip:] or
                             (results[k].get(n) or {}).get("message", "missing") for k in results}
                         for n in names if n not in same_node},
