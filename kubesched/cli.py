@@ -91,7 +91,7 @@ def _default_config() -> KubeSchedulerConfiguration:
 
 def _apply_leader_flags(cfg: KubeSchedulerConfiguration, args: argparse.Namespace) -> None:
     """kube-scheduler honours the leader-election flags even with --config."""
-    from kubesched.config.load import parse_duration
+    from kubesched.config.load import parse_duration, validate_leader_election
 
     le = cfg.leader_election
     if args.leader_elect is not None:
@@ -109,6 +109,10 @@ def _apply_leader_flags(cfg: KubeSchedulerConfiguration, args: argparse.Namespac
         le.resource_name = args.leader_elect_resource_name
     if args.leader_elect_resource_namespace is not None:
         le.resource_namespace = args.leader_elect_resource_namespace
+    try:
+        validate_leader_election(le)
+    except ConfigError as err:
+        raise ConfigError(err.field, err.message + " (after the --leader-elect-* flags)", cfg.source) from None
 
 
 def prepare(args: argparse.Namespace):

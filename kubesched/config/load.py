@@ -258,19 +258,8 @@ def _validate_profile_plugins(profile: Profile, raw: dict, registry: dict[str, t
                                                f"{', '.join(sorted(registry))}")
 
 
-def _validate(cfg: KubeSchedulerConfiguration, raw: dict) -> None:
-    if cfg.parallelism <= 0:
-        raise ConfigError("parallelism", f"must be greater than 0, got {cfg.parallelism}")
-    if not 0 <= cfg.percentage_of_nodes_to_score <= 100:
-        raise ConfigError("percentageOfNodesToScore",
-                          f"must be in the range [0, 100] (0 = adaptive), got {cfg.percentage_of_nodes_to_score}")
-    if cfg.pod_initial_backoff_seconds <= 0:
-        raise ConfigError("podInitialBackoffSeconds", f"must be greater than 0, got {cfg.pod_initial_backoff_seconds}")
-    if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
-        raise ConfigError("podMaxBackoffSeconds",
-                          f"must be greater than or equal to podInitialBackoffSeconds "
-                          f"({cfg.pod_initial_backoff_seconds}), got {cfg.pod_max_backoff_seconds}")
-    le = cfg.leader_election
+def validate_leader_election(le: LeaderElection) -> None:
+    """The leaderElection checks; also run after the --leader-elect-* flags are applied."""
     if le.leader_elect:
         for name, value in (("leaseDuration", le.lease_duration), ("renewDeadline", le.renew_deadline),
                             ("retryPeriod", le.retry_period)):
@@ -290,6 +279,21 @@ def _validate(cfg: KubeSchedulerConfiguration, raw: dict) -> None:
             raise ConfigError("leaderElection.resourceName", "must not be empty")
         if not le.resource_namespace:
             raise ConfigError("leaderElection.resourceNamespace", "must not be empty")
+
+
+def _validate(cfg: KubeSchedulerConfiguration, raw: dict) -> None:
+    if cfg.parallelism <= 0:
+        raise ConfigError("parallelism", f"must be greater than 0, got {cfg.parallelism}")
+    if not 0 <= cfg.percentage_of_nodes_to_score <= 100:
+        raise ConfigError("percentageOfNodesToScore",
+                          f"must be in the range [0, 100] (0 = adaptive), got {cfg.percentage_of_nodes_to_score}")
+    if cfg.pod_initial_backoff_seconds <= 0:
+        raise ConfigError("podInitialBackoffSeconds", f"must be greater than 0, got {cfg.pod_initial_backoff_seconds}")
+    if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
+        raise ConfigError("podMaxBackoffSeconds",
+                          f"must be greater than or equal to podInitialBackoffSeconds "
+                          f"({cfg.pod_initial_backoff_seconds}), got {cfg.pod_max_backoff_seconds}")
+    validate_leader_election(cfg.leader_election)
     cc = cfg.client_connection
     if cc.burst < 0:
         raise ConfigError("clientConnection.burst", f"must not be negative, got {cc.burst}")

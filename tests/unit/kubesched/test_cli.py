@@ -47,3 +47,14 @@ def test_run_without_kubeconfig_fails_before_contacting_anything(tmp_path, capsy
     path.write_text(yaml.safe_dump(BASE))
     assert cli.main(["--config", str(path)]) == 1
     assert "clientConnection.kubeconfig: required" in capsys.readouterr().err
+
+
+def test_leader_election_flags_are_validated_too(fake_registry):
+    import pytest
+
+    from kubesched.config import ConfigError
+
+    cfg = cli._default_config()
+    args = cli._parser().parse_args(["--leader-elect-lease-duration", "5s"])
+    with pytest.raises(ConfigError, match="leaderElection.leaseDuration: must be greater than renewDeadline"):
+        cli._apply_leader_flags(cfg, args)
