@@ -233,9 +233,7 @@ class SchedulingQueue:
             if pod.uid in self.entries or pod.uid in self.in_flight:
                 self._update_locked(pod)
                 return
-            entry = QueuedPod(pod)
-            pod.timestamp = self.clock()
-            self._enqueue_new(entry, EVENT_POD_ADD)
+            self.add_locked(pod)
 
     def _enqueue_new(self, entry: QueuedPod, event: str) -> None:
         status = self.pre_enqueue(entry.pod)
@@ -278,6 +276,9 @@ class SchedulingQueue:
     def add_locked(self, pod: PodInfo) -> None:
         entry = QueuedPod(pod)
         pod.timestamp = self.clock()
+        if pod.nominated_node_name:
+            # Nominated by an earlier preemption (maybe by another instance): keep its room.
+            self.nominator.add_nominated_pod(pod)
         self._enqueue_new(entry, EVENT_POD_ADD)
 
     def delete(self, pod: PodInfo) -> None:

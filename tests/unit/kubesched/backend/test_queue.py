@@ -199,3 +199,11 @@ def test_unschedulable_pods_metric_counts_per_rejecting_plugin(clock):
     clock.now += 5
     q.move_all_to_active_or_backoff(POD_DELETE)
     assert value() == before
+
+
+def test_a_pod_already_nominated_keeps_its_nomination(clock):
+    q = make_queue(clock)
+    p = pod("nominated")
+    p.nominated_node_name = "n7"
+    q.add(p)
+    assert [x.name for x in q.nominator.nominated_pods_for_node("n7")] == ["nominated"]
