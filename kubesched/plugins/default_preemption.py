@@ -300,7 +300,7 @@ class DefaultPreemption:
             if not fits:
                 num_violating += 1
         for v in non_violating:
-            _, err = reprieve(v)
+            _unused, err = reprieve(v)
             if err is not None:
                 return [], 0, err
         if violating and non_violating:
@@ -360,4 +360,3 @@ class DefaultPreemption:
             if c.get("type") == condition["type"]:
                 return all(c.get(k) == condition[k] for k in ("status", "reason", "message"))
         return False
-

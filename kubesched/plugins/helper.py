@@ -63,7 +63,7 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 
 def qualified_name_error(value: str) -> str | None:
     """Why value is not a valid label key / qualified name (ValidateLabelName), or None."""
-    prefix, _, name = value.rpartition("/")
+    prefix, _unused, name = value.rpartition("/")
     if "/" in value and not prefix:
         return f"{value!r}: prefix part must be non-empty"
     if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):

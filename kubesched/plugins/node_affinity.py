@@ -67,7 +67,7 @@ class NodeAffinity:
                 self.added_node_selector = NodeSelector(required, path)
                 errors = self.added_node_selector.errors()
                 if errors:
-                    field, _, message = errors[0].partition(": ")
+                    field, _unused, message = errors[0].partition(": ")
                     raise PluginArgsError(field, message)
             preferred = added.get("preferredDuringSchedulingIgnoredDuringExecution")
             if preferred:
@@ -75,7 +75,7 @@ class NodeAffinity:
                 try:
                     self.added_pref_sched_terms = PreferredSchedulingTerms(preferred, path)
                 except SelectorError as err:
-                    field, _, message = str(err).partition(": ")
+                    field, _unused, message = str(err).partition(": ")
                     raise PluginArgsError(field, message) from err
         self._rejected_pod = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_POD, plugin=self.name)
         self._rejected_enforced = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_ENFORCED, plugin=self.name)

@@ -145,8 +145,8 @@ class NodeResourcesFit:
         return None, None
 
     def _status(self, insufficient: list[tuple[str, bool]]) -> Status:
-        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if any(u for _, u in insufficient) else Code.UNSCHEDULABLE
-        return Status(code, *(reason for reason, _ in insufficient), plugin=self.name)
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if any(u for _unused, u in insufficient) else Code.UNSCHEDULABLE
+        return Status(code, *(reason for reason, _unused in insufficient), plugin=self.name)
 
     def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
         request = state.get(PRE_FILTER_STATE_KEY) or pod.requests

@@ -312,7 +312,7 @@ class PodTopologySpread:
         if not constraints:
             return None, Status(Code.SKIP)
         required = RequiredNodeAffinity.of_pod(pod)
-        tp_maps: list[dict[str, int]] = [{} for _ in constraints]
+        tp_maps: list[dict[str, int]] = [{} for _unused in constraints]
         namespace = pod.namespace
         policies_matter = self._policies_matter(constraints, required)
         for node in nodes:  # hot path: every node, every cycle
@@ -394,7 +394,7 @@ class PodTopologySpread:
         if not s.constraints:
             return Status(Code.SKIP)
         constraints = s.constraints
-        counts: list[dict[str, int]] = [{} for _ in constraints]
+        counts: list[dict[str, int]] = [{} for _unused in constraints]
         for node in filtered_nodes:
             if require_all_topologies and not node_labels_match_constraints(node.labels, constraints):
                 s.ignored_nodes.add(node.name)

@@ -92,7 +92,7 @@ def most_requested_score(requested: int, capacity: int) -> int:
 
 def weighted_scorer(resources: list[tuple[str, int]], resource_score: Callable[[int, int], int]) -> Scorer:
     """The weighted integer mean of resource_score over resources the node has (Least/MostAllocated)."""
-    weights = [w for _, w in resources]
+    weights = [w for _unused, w in resources]
 
     def score(requested: list[int], _allocated: list[int], allocatable: list[int]) -> int:
         node_score = weight_sum = 0
@@ -155,7 +155,7 @@ def broken_linear_function(shape: list[tuple[int, int]]) -> Callable[[int], int]
 
 
 def requested_to_capacity_ratio_scorer(resources: list[tuple[str, int]], shape: list[tuple[int, int]]) -> Scorer:
-    weights = [w for _, w in resources]
+    weights = [w for _unused, w in resources]
     scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
     raw = broken_linear_function([(u, s * scale) for u, s in shape])
 
@@ -210,7 +210,7 @@ def balanced_resource_scorer(requested: list[int], allocated: list[int], allocat
 
 def is_cpu_and_memory(resources: list[tuple[str, int]]) -> bool:
     """True for the default resources, which have inline fast paths below."""
-    return [name for name, _ in resources] == [CPU, MEMORY]
+    return [name for name, _unused in resources] == [CPU, MEMORY]
 
 
 def allocated_score_cpu_memory(node: NodeInfo, pod_cpu: int, pod_mem: int, w_cpu: int, w_mem: int,

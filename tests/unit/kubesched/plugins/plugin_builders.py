@@ -206,7 +206,7 @@ class FakeHandle:
         for plugin in self.filters:
             if not hasattr(plugin, "pre_filter"):
                 continue
-            _, status = plugin.pre_filter(state, pod, nodes)
+            _unused, status = plugin.pre_filter(state, pod, nodes)
             if status is not None and status.is_skip():
                 state.skip_filter_plugins.add(plugin.name)
             elif not is_success(status):
@@ -219,7 +219,7 @@ def run_filter(plugin, pod: PodInfo, node: NodeInfo, nodes: list[NodeInfo] | Non
     """PreFilter then Filter for one node, as the runtime runs them; filter_nodes must agree."""
     state = state or CycleState()
     if hasattr(plugin, "pre_filter"):
-        _, status = plugin.pre_filter(state, pod, nodes if nodes is not None else [node])
+        _unused, status = plugin.pre_filter(state, pod, nodes if nodes is not None else [node])
         if status is not None and status.is_skip():
             return None
         if not is_success(status):

@@ -46,7 +46,7 @@ def deleted(handle):
 
 
 def test_evicts_only_what_is_needed_lowest_priority_first():
-    plugin, handle, _ = setup({"node1": [low("p1", 1), low("p2", 2)]})
+    plugin, handle, _unused = setup({"node1": [low("p1", 1), low("p2", 2)]})
     nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert nominated == "node1"
     assert status.code == Code.SUCCESS
@@ -55,7 +55,7 @@ def test_evicts_only_what_is_needed_lowest_priority_first():
 
 
 def test_victim_gets_disruption_target_then_is_deleted_and_an_event():
-    plugin, handle, _ = setup({"node1": [low("p1", 1, cpu="2")]})
+    plugin, handle, _unused = setup({"node1": [low("p1", 1, cpu="2")]})
     pod = make_pod("hi", priority=10, reqs=[{"cpu": "1"}], uid="uid-hi")
     preempt(plugin, handle, pod)
     patch, delete = handle.client.calls[0], handle.client.calls[1]
@@ -72,7 +72,7 @@ def test_victim_gets_disruption_target_then_is_deleted_and_an_event():
 
 
 def test_lower_priority_nominated_pods_lose_their_nomination():
-    plugin, handle, _ = setup({"node1": [low("p1", 1, cpu="2")]})
+    plugin, handle, _unused = setup({"node1": [low("p1", 1, cpu="2")]})
     waiting_low = make_pod("waiting-low", priority=5)
     waiting_high = make_pod("waiting-high", priority=50)
     handle.nominator.add_nominated_pod(waiting_low, "node1")
@@ -85,7 +85,7 @@ def test_lower_priority_nominated_pods_lose_their_nomination():
 
 
 def test_preemption_policy_never():
-    plugin, handle, _ = setup({"node1": [low("p1", 1, cpu="2")]})
+    plugin, handle, _unused = setup({"node1": [low("p1", 1, cpu="2")]})
     nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}],
                                                          preemption_policy="Never"))
     assert nominated is None
@@ -94,7 +94,7 @@ def test_preemption_policy_never():
 
 
 def test_no_lower_priority_pods():
-    plugin, handle, _ = setup({"node1": [low("p1", 10, cpu="2")]})
+    plugin, handle, _unused = setup({"node1": [low("p1", 10, cpu="2")]})
     nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert nominated == ""
     assert (status.code, status.message()) == (
@@ -102,7 +102,7 @@ def test_no_lower_priority_pods():
 
 
 def test_unresolvable_nodes_are_not_helpful():
-    plugin, handle, _ = setup({"node1": [], "node2": []})
+    plugin, handle, _unused = setup({"node1": [], "node2": []})
     statuses = {"node1": Status(UU, "node(s) had untolerated taint(s)"),
                 "node2": Status(UU, "node(s) didn't match Pod's node affinity/selector")}
     nominated, status = plugin.post_filter(CycleState(), make_pod("hi", priority=10), statuses)
@@ -111,18 +111,18 @@ def test_unresolvable_nodes_are_not_helpful():
 
 
 def test_reasons_histogram_mixes_node_statuses_and_absent_nodes():
-    plugin, handle, _ = setup({"node1": [low("p1", 10, cpu="2")], "node2": [low("p2", 10, cpu="2")], "node3": []})
+    plugin, handle, _unused = setup({"node1": [low("p1", 10, cpu="2")], "node2": [low("p2", 10, cpu="2")], "node3": []})
     pod = make_pod("hi", priority=10, reqs=[{"cpu": "1"}])
     statuses = {"node1": Status(U, "Insufficient cpu"), "node2": Status(U, "Insufficient cpu"),
                 "node3": Status(UU, "node(s) had untolerated taint(s)")}
-    _, status = preempt(plugin, handle, pod, statuses)
+    _unused, status = preempt(plugin, handle, pod, statuses)
     assert status.message() == ("preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
                                 "2 No preemption victims found for incoming pod.")
 
 
 def test_removing_all_victims_is_not_enough():
     high_resident = low("resident", 100, cpu="1500m")
-    plugin, handle, _ = setup({"node1": [high_resident, low("p1", 1, cpu="500m")]})
+    plugin, handle, _unused = setup({"node1": [high_resident, low("p1", 1, cpu="500m")]})
     nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert nominated == ""
     assert status.message() == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
@@ -134,7 +134,7 @@ def test_other_filters_count_when_victims_are_removed():
     holder = make_pod("holder", priority=1, ports=port)
     plugin, handle, nodes = setup({"node1": [holder]}, node_cpu="4")
     handle.filters = [NodeResourcesFit(None, handle), NodePorts(None, handle)]
-    nominated, _ = preempt(plugin, handle, make_pod("hi", priority=10, ports=port))
+    nominated, _unused = preempt(plugin, handle, make_pod("hi", priority=10, ports=port))
     assert nominated == "node1" and deleted(handle) == ["holder"]
 
 
@@ -148,22 +148,22 @@ def test_pdb_protected_pod_is_reprieved_first():
     early = low("early", 1, start="2026-01-01T00:00:00Z", labels={"app": "b"})
     late = low("late", 1, start="2026-01-02T00:00:00Z", labels={"app": "a"})
     # Without a PDB the earlier-started pod is more important and stays.
-    plugin, handle, _ = setup({"node1": [early, late]})
+    plugin, handle, _unused = setup({"node1": [early, late]})
     preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert deleted(handle) == ["late"]
     # A PDB that allows no disruption of "late" gets it reprieved before anyone else.
     early2 = low("early", 1, start="2026-01-01T00:00:00Z", labels={"app": "b"})
     late2 = low("late", 1, start="2026-01-02T00:00:00Z", labels={"app": "a"})
-    plugin, handle, _ = setup({"node1": [early2, late2]}, pdbs=[pdb({"app": "a"}, 0)])
+    plugin, handle, _unused = setup({"node1": [early2, late2]}, pdbs=[pdb({"app": "a"}, 0)])
     preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert deleted(handle) == ["early"]
 
 
 def test_pdb_violation_counted_when_unavoidable_and_node_without_violation_preferred():
-    plugin, handle, _ = setup({"node1": [low("a1", 1, cpu="2", labels={"app": "a"})],
+    plugin, handle, _unused = setup({"node1": [low("a1", 1, cpu="2", labels={"app": "a"})],
                                "node2": [low("b1", 5, cpu="2", labels={"app": "b"})]},
                               pdbs=[pdb({"app": "a"}, 0)])
-    nominated, _ = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    nominated, _unused = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     # node1's victim has lower priority but violates its PDB: node2 wins on fewest violations.
     assert nominated == "node2" and deleted(handle) == ["b1"]
 
@@ -194,7 +194,7 @@ def test_filter_victims_with_pdb_violation(pdbs, want_violating):
       "node2": [low("b", 1, cpu="2", start="2026-01-05T00:00:00Z")]}, "node2"),
 ])
 def test_pick_one_node_for_preemption(layout, want):
-    plugin, handle, _ = setup(layout)
+    plugin, handle, _unused = setup(layout)
     nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "2"}]))
     assert status.code == Code.SUCCESS and nominated == want
 
@@ -202,20 +202,20 @@ def test_pick_one_node_for_preemption(layout, want):
 def test_terminating_victim_on_nominated_node_blocks_preemption():
     terminating = low("t", 1, cpu="2", deleting=True, conditions=[
         {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}])
-    plugin, handle, _ = setup({"node1": [terminating]})
+    plugin, handle, _unused = setup({"node1": [terminating]})
     pod = make_pod("hi", priority=10, reqs=[{"cpu": "1"}], nominated="node1")
-    _, status = preempt(plugin, handle, pod)
+    _unused, status = preempt(plugin, handle, pod)
     assert status.message() == "preemption: not eligible due to a terminating pod on the nominated node."
 
 
 def test_victims_already_terminating_are_not_deleted_again():
-    plugin, handle, _ = setup({"node1": [low("t", 1, cpu="2", deleting=True)]})
+    plugin, handle, _unused = setup({"node1": [low("t", 1, cpu="2", deleting=True)]})
     nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert nominated == "node1" and deleted(handle) == []
 
 
 def test_api_error_fails_the_preemption():
-    plugin, handle, _ = setup({"node1": [low("p1", 1, cpu="2")]})
+    plugin, handle, _unused = setup({"node1": [low("p1", 1, cpu="2")]})
     handle.client.fail_delete = RuntimeError("apiserver down")
     nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert nominated is None and status.code == Code.ERROR and "apiserver down" in status.message()
@@ -225,7 +225,7 @@ def test_victim_already_gone_is_fine():
     class NotFound(Exception):
         status = 404
 
-    plugin, handle, _ = setup({"node1": [low("p1", 1, cpu="2")]})
+    plugin, handle, _unused = setup({"node1": [low("p1", 1, cpu="2")]})
     handle.client.fail_delete = NotFound("gone")
     nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert nominated == "node1" and status.code == Code.SUCCESS
@@ -233,9 +233,9 @@ def test_victim_already_gone_is_fine():
 
 def test_candidate_search_stops_after_enough_candidates_from_the_offset():
     layout = {f"node{i}": [low(f"p{i}", 1, cpu="2")] for i in range(5)}
-    plugin, handle, _ = setup(layout, args={"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1})
+    plugin, handle, _unused = setup(layout, args={"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1})
     plugin.random_offset = lambda n: 3
-    nominated, _ = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
+    nominated, _unused = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert nominated == "node3"
 
 

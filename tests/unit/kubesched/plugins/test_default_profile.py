@@ -25,7 +25,7 @@ def decide(fwk, pod):
     """PreFilter, Filter, PreScore, Score over all nodes; the best node or the statuses."""
     state = CycleState()
     nodes = fwk.snapshot().node_info_list
-    _, status, _ = fwk.run_pre_filter_plugins(state, pod, nodes)
+    _unused, status, _unused = fwk.run_pre_filter_plugins(state, pod, nodes)
     assert status is None or status.is_success(), status
     feasible, statuses = [], {}
     for node in nodes:
@@ -69,7 +69,7 @@ def test_dedicated_node_with_toleration_and_affinity():
                                               "effect": "NoSchedule"}], affinity=affinity)
     assert decide(fwk, tolerating)[0] == "node1"
     plain = make_pod("p")
-    best, statuses, _ = decide(fwk, plain)
+    best, statuses, _unused = decide(fwk, plain)
     assert best == "node2"
     assert statuses["node1"].reasons == ["node(s) had untolerated taint(s)"]
     assert statuses["node1"].plugin == "TaintToleration"
@@ -81,7 +81,7 @@ def test_equal_pods_spread_over_equal_nodes():
     placed = []
     for i in range(6):
         pod = make_pod(f"p{i}", reqs=[{"cpu": "500m", "memory": "512Mi"}])
-        best, _, _ = decide(fwk, pod)
+        best, _unused, _unused = decide(fwk, pod)
         place(fwk.snapshot().get(best), pod)
         placed.append(best)
     assert sorted(placed.count(n.name) for n in nodes) == [2, 2, 2]
@@ -103,6 +103,6 @@ def test_preemption_through_the_framework_handle():
 def test_pod_with_a_claim_waits_with_an_honest_reason():
     fwk = default_framework([make_node("node1", cpu="4", memory="8Gi", pods=110)])
     pod = make_pod("db", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}])
-    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), pod, fwk.snapshot().node_info_list)
+    _unused, status, _unused = fwk.run_pre_filter_plugins(CycleState(), pod, fwk.snapshot().node_info_list)
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.plugin == "VolumeRestrictions"
     assert "kubesched does not schedule pods with PersistentVolumeClaims (claims: data-db-0)" in status.message()

@@ -140,7 +140,7 @@ def test_ignore_preferred_terms_of_existing_pods_skips_pods_without_terms():
 def filter_all(pod, nodes, objects=None):
     plugin = InterPodAffinity(None, FakeHandle(nodes, objects=objects or {"namespaces": NAMESPACES}))
     state = CycleState()
-    _, status = plugin.pre_filter(state, pod, nodes)
+    _unused, status = plugin.pre_filter(state, pod, nodes)
     if status is not None and status.is_skip():
         return "skip"
     assert status is None, status
@@ -210,7 +210,7 @@ def test_filter_anti_affinity_with_both_sides():
 def test_pre_filter_rejects_an_unparsable_term():
     bad = affinity(required=[term(sel(("security", "Bogus", "S1")), "region")])
     plugin = InterPodAffinity(None, FakeHandle([]))
-    _, status = plugin.pre_filter(CycleState(), make_pod(affinity=bad), [])
+    _unused, status = plugin.pre_filter(CycleState(), make_pod(affinity=bad), [])
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.message().startswith("parsing pod: ")
 
 

@@ -89,7 +89,7 @@ def test_filter(name, selector, affinity, labels, want):
 
 
 def test_pre_filter_skips_pods_without_constraints():
-    _, status = NodeAffinity().pre_filter(CycleState(), make_pod(), [])
+    _unused, status = NodeAffinity().pre_filter(CycleState(), make_pod(), [])
     assert status.is_skip()
 
 

@@ -35,7 +35,7 @@ def test_filter(want_ports, used_ports, want):
 def test_container_port_without_host_port_is_ignored():
     node = place(make_node("n"), make_pod("existing", ports=[port(80)]))
     pod = make_pod(ports=[{"containerPort": 80}])
-    _, status = NodePorts().pre_filter(CycleState(), pod, [node])
+    _unused, status = NodePorts().pre_filter(CycleState(), pod, [node])
     assert status.is_skip()
 
 

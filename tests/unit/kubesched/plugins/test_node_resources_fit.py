@@ -175,15 +175,15 @@ def test_requested_to_capacity_ratio(reqs, nodes, want):
     ("4", None, [5, 10]),
 ])
 def test_requested_to_capacity_ratio_single_extended(req, used, want):
-    foo = "intel.com/foo"
-    args = {"scoringStrategy": {"type": "RequestedToCapacityRatio", "resources": [{"name": foo, "weight": 1}],
+    extended = "intel.com/foo"
+    args = {"scoringStrategy": {"type": "RequestedToCapacityRatio", "resources": [{"name": extended, "weight": 1}],
                                 "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0},
                                                                        {"utilization": 100, "score": 1}]}}}
-    nodes = [make_node("a", cpu="4", memory="10000Mi", extended={foo: 8}),
-             make_node("b", cpu="4", memory="10000Mi", extended={foo: 4})]
+    nodes = [make_node("a", cpu="4", memory="10000Mi", extended={extended: 8}),
+             make_node("b", cpu="4", memory="10000Mi", extended={extended: 4})]
     if used:
-        place(nodes[1], make_pod("u", reqs=[{foo: used}]))
-    pod = make_pod(reqs=[{foo: req}] if req else [])
+        place(nodes[1], make_pod("u", reqs=[{extended: used}]))
+    pod = make_pod(reqs=[{extended: req}] if req else [])
     assert run_scores(NodeResourcesFit(args), pod, nodes) == want
 
 

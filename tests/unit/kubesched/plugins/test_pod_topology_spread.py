@@ -13,7 +13,9 @@ MISSING = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
            ("node(s) didn't match pod topology spread constraints (missing required label)",))
 
 
-def spread(max_skew, key, action, selector=FOO, **extra):
+def spread(max_skew, key, action, selector="FOO", **extra):
+    # "FOO" stands for the FOO selector: a dict default would be shared between calls.
+    selector = FOO if selector == "FOO" else selector
     c = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": action}
     if selector is not None:
         c["labelSelector"] = selector
@@ -157,7 +159,7 @@ def run_all_filters(pod, nodes):
     handle = FakeHandle(nodes)
     plugin = PodTopologySpread(None, handle)
     state = CycleState()
-    _, status = plugin.pre_filter(state, pod, nodes)
+    _unused, status = plugin.pre_filter(state, pod, nodes)
     if status is not None and status.is_skip():
         return ["skip"]
     assert status is None

@@ -19,7 +19,7 @@ def test_default_profile_is_upstream_1_37():
 
 
 def test_every_default_plugin_is_registered_under_its_own_name():
-    assert {name for name, _ in DEFAULT_PLUGINS} <= set(REGISTRY)
+    assert {name for name, _unused in DEFAULT_PLUGINS} <= set(REGISTRY)
     for name, cls in REGISTRY.items():
         assert cls.name == name
 

@@ -64,7 +64,7 @@ def build(seed: int, order: list[str]):
 def filter_results(plugin, pod, nodes):
     state = CycleState()
     if hasattr(plugin, "pre_filter"):
-        _, status = plugin.pre_filter(state, pod, nodes)
+        _unused, status = plugin.pre_filter(state, pod, nodes)
         if status is not None and status.is_skip():
             return [None] * len(nodes)
         assert status is None or status.is_success(), status

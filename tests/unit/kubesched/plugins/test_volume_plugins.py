@@ -23,27 +23,27 @@ VOLUME_PLUGINS = [VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZon
 @pytest.mark.parametrize("plugin", VOLUME_PLUGINS + [DynamicResources])
 @pytest.mark.parametrize("volumes", [None, PLAIN_VOLUMES])
 def test_pods_without_claims_skip(plugin, volumes):
-    _, status = plugin().pre_filter(CycleState(), make_pod(volumes=volumes), [])
+    _unused, status = plugin().pre_filter(CycleState(), make_pod(volumes=volumes), [])
     assert status.is_skip()
 
 
 @pytest.mark.parametrize("plugin", VOLUME_PLUGINS)
 @pytest.mark.parametrize("volumes, claims", [(CLAIM, "data-0"), (EPHEMERAL, "web-scratch")])
 def test_pods_with_claims_are_rejected_with_a_clear_reason(plugin, volumes, claims):
-    _, status = plugin().pre_filter(CycleState(), make_pod("web", volumes=volumes), [])
+    _unused, status = plugin().pre_filter(CycleState(), make_pod("web", volumes=volumes), [])
     assert code_and_reasons(status) == (UU, (CLAIM_REASON.format(claims),))
     assert status.plugin == plugin.name
 
 
 def test_inline_csi_volumes_are_rejected_by_node_volume_limits():
     pod = make_pod(volumes=[{"name": "secrets", "csi": {"driver": "secrets-store.csi.k8s.io"}}])
-    _, status = NodeVolumeLimits().pre_filter(CycleState(), pod, [])
+    _unused, status = NodeVolumeLimits().pre_filter(CycleState(), pod, [])
     assert status.code == UU and "inline CSI volumes: secrets" in status.message()
 
 
 def test_dynamic_resources_rejects_pods_with_claims():
     pod = make_pod(spec={"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]})
-    _, status = DynamicResources().pre_filter(CycleState(), pod, [])
+    _unused, status = DynamicResources().pre_filter(CycleState(), pod, [])
     assert code_and_reasons(status) == (UU, ("kubesched does not allocate DRA ResourceClaims (pod claims: gpu); "
                                              "schedule this pod with kube-scheduler",))
 

@@ -49,7 +49,7 @@ def affinity_term(rng):
     term = {"labelSelector": label_selector(rng), "topologyKey": pick(rng, [HOST, ZONE, REGION])}
     r = rng.random()
     if r < 0.15:
-        term["namespaces"] = pick(rng, [n for n, _ in NAMESPACES], rng.randint(1, 2))
+        term["namespaces"] = pick(rng, [n for n, _unused in NAMESPACES], rng.randint(1, 2))
     elif r < 0.3:
         term["namespaceSelector"] = pick(rng, [{}, {"matchLabels": {"team": "a"}}])
     return term
@@ -61,11 +61,11 @@ def pod_affinity(rng, allow_required=True):
         section = {}
         if allow_required and rng.random() < 0.3:
             section["requiredDuringSchedulingIgnoredDuringExecution"] = [affinity_term(rng)
-                                                                        for _ in range(rng.randint(1, 2))]
+                                                                        for _unused in range(rng.randint(1, 2))]
         if rng.random() < 0.4:
             section["preferredDuringSchedulingIgnoredDuringExecution"] = [
                 {"weight": rng.randint(1, 100), "podAffinityTerm": affinity_term(rng)}
-                for _ in range(rng.randint(1, 2))]
+                for _unused in range(rng.randint(1, 2))]
         if section:
             out[kind] = section
     return out
@@ -83,7 +83,7 @@ def node_selector_requirement(rng):
 
 
 def node_term(rng):
-    term = {"matchExpressions": [node_selector_requirement(rng) for _ in range(rng.randint(1, 2))]}
+    term = {"matchExpressions": [node_selector_requirement(rng) for _unused in range(rng.randint(1, 2))]}
     if rng.random() < 0.15:
         term["matchFields"] = [{"key": "metadata.name", "operator": pick(rng, ["In", "NotIn"]),
                                 "values": [f"node-{rng.randint(0, 5)}"]}]
@@ -92,7 +92,7 @@ def node_term(rng):
 
 def taints(rng):
     out = []
-    for _ in range(rng.choice([0, 0, 0, 1, 2])):
+    for _unused in range(rng.choice([0, 0, 0, 1, 2])):
         out.append({"key": pick(rng, ["dedicated", "spot", "gpu"]), "value": pick(rng, ["", "x", "y"]),
                     "effect": pick(rng, ["NoSchedule", "PreferNoSchedule", "NoExecute", "PreferNoSchedule"])})
     return out
@@ -100,7 +100,7 @@ def taints(rng):
 
 def tolerations(rng):
     out = []
-    for _ in range(rng.choice([0, 0, 1, 2])):
+    for _unused in range(rng.choice([0, 0, 1, 2])):
         t = {"operator": pick(rng, ["Equal", "Exists", ""])}
         if rng.random() < 0.85:
             t["key"] = pick(rng, ["dedicated", "spot", "gpu"])
@@ -182,10 +182,10 @@ def pod(rng, name, node_name=None, incoming=False, owners=()):
         node_aff = {}
         if rng.random() < 0.6:
             node_aff["requiredDuringSchedulingIgnoredDuringExecution"] = {
-                "nodeSelectorTerms": [node_term(rng) for _ in range(rng.randint(1, 2))]}
+                "nodeSelectorTerms": [node_term(rng) for _unused in range(rng.randint(1, 2))]}
         if rng.random() < 0.6:
             node_aff["preferredDuringSchedulingIgnoredDuringExecution"] = [
-                {"weight": rng.randint(1, 100), "preference": node_term(rng)} for _ in range(rng.randint(1, 3))]
+                {"weight": rng.randint(1, 100), "preference": node_term(rng)} for _unused in range(rng.randint(1, 3))]
         if node_aff:
             aff["nodeAffinity"] = node_aff
     if aff:
@@ -194,7 +194,7 @@ def pod(rng, name, node_name=None, incoming=False, owners=()):
         spec["nodeSelector"] = {pick(rng, ["color", "disk"]): pick(rng, ["blue", "ssd"])}
     if incoming and rng.random() < 0.5:
         spec["topologySpreadConstraints"] = spread_constraints(rng, labels)
-    ns = pick(rng, [n for n, _ in NAMESPACES]) if rng.random() < 0.3 else "default"
+    ns = pick(rng, [n for n, _unused in NAMESPACES]) if rng.random() < 0.3 else "default"
     meta = {"name": name, "namespace": ns, "uid": f"uid-{name}", "labels": labels}
     owned = [o for o in owners if o["namespace"] == ns]
     if owned and rng.random() < 0.5:
@@ -225,7 +225,7 @@ def node(rng, i):
     if rng.random() < 0.5:
         status["images"] = [{"names": [pick(rng, ["nginx:1.25", "redis:latest", "gcr.io/big:v1"])],
                              "sizeBytes": pick(rng, [30, 200, 900]) * 1024 * 1024}
-                            for _ in range(rng.randint(1, 2))]
+                            for _unused in range(rng.randint(1, 2))]
     status["capacity"] = dict(status["allocatable"])
     spec = {}
     t = taints(rng)
