@@ -111,14 +111,15 @@ class SchedulerCache:
             if info is None:
                 info = NodeInfo(raw)
                 self.nodes[name] = info
+                self.images_changed |= bool(info.image_states)
             else:
-                had_images = bool(info.image_states)
+                # Kubelets resend the same image list with every status update; recounting
+                # images on all nodes is only needed when a list really changes.
+                old_images = (info.raw.get("status") or {}).get("images")
                 info.set_node(raw)
-                self.images_changed |= had_images or bool(info.image_states)
+                self.images_changed |= old_images != (raw.get("status") or {}).get("images")
             if self.tree.add(name, info.labels):
                 self.node_set_changed = True
-            if info.image_states:
-                self.images_changed = True
             self.dirty.add(name)
             self._publish()
             return info

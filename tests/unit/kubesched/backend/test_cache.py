@@ -120,3 +120,21 @@ def test_affinity_lists_follow_incremental_updates():
     cache.remove_pod(anti)
     cache.update_snapshot(snap)
     assert snap.have_pods_with_affinity_node_info_list == []
+
+
+def test_image_counts_are_refreshed_only_when_an_image_list_changes():
+    cache = SchedulerCache()
+    raw = node_raw("n1")
+    raw["status"]["images"] = [{"names": ["nginx:1"], "sizeBytes": 100}]
+    cache.add_node(raw)
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    assert snap.get("n1").image_states["nginx:1"].num_nodes == 1
+    heartbeat = node_raw("n1", rv="2")
+    heartbeat["status"]["images"] = [{"names": ["nginx:1"], "sizeBytes": 100}]
+    cache.update_node(heartbeat)
+    assert not cache.images_changed
+    cache.add_node({**node_raw("n2"), "status": {**node_raw("n2")["status"],
+                                                 "images": [{"names": ["nginx:1"], "sizeBytes": 100}]}})
+    cache.update_snapshot(snap)
+    assert snap.get("n1").image_states["nginx:1"].num_nodes == 2
