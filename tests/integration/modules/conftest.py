@@ -1,12 +1,11 @@
 """Fixtures for the module integration tests (helpers.py runs the modules)."""
 
 import os
-import subprocess
 import uuid
 
 import pytest
 
-from .helpers import module_command, module_env, read_json, run_in_process
+from .helpers import read_json, run_in_process, start_at_gate
 
 
 @pytest.fixture
@@ -24,11 +23,10 @@ def run_module(lab_kubeconfig):
 
 @pytest.fixture
 def start_module(lab_kubeconfig, tmp_path):
-    """start_module(name, **args) -> a running Popen; collect with finish(process)."""
+    """start_module(name, **args) -> a module process headed for the starting gate (helpers.wait_at_gate, release)."""
     def start(module, **args):
         args.setdefault("kubeconfig", lab_kubeconfig)
-        return subprocess.Popen(module_command(module, args, tmp_path), env=module_env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return start_at_gate(module, args, tmp_path)
     return start
 
 

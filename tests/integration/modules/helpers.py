@@ -12,6 +12,7 @@ import importlib
 import io
 import json
 import os
+import subprocess
 import sys
 import uuid
 
@@ -86,6 +87,41 @@ def parse_result(completed_stdout, stderr=""):
         raise AssertionError(
             "module printed no JSON result:\nstdout: %s\nstderr: %s" % (completed_stdout, stderr)
         ) from None
+
+
+# Imports the module (the slow part), says "ready", and runs it when told "go" on stdin: the
+# writers of the concurrency tests then hit the API server at the same moment.
+_STARTING_GATE = """
+import importlib, sys
+module = importlib.import_module(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+sys.argv = [sys.argv[0], sys.argv[2]]
+module.main()
+"""
+
+
+def start_at_gate(module, args, tmp_path):
+    """A module process on its way to the starting gate; see wait_at_gate and release."""
+    command = module_command(module, args, tmp_path)
+    return subprocess.Popen([sys.executable, "-c", _STARTING_GATE, "%s.%s" % (MODULE_PACKAGE, module), command[-1]],
+                            env=module_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_at_gate(processes):
+    """Return once every process has loaded its module and waits for the go."""
+    for process in processes:
+        if process.stdout.readline().strip() != "ready":
+            raise AssertionError("a module process did not start: %s" % process.stderr.read())
+
+
+def release(processes):
+    """Let every gated process run at once, and return their results."""
+    for process in processes:
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    return [finish(process) for process in processes]
 
 
 def finish(process):

@@ -1,8 +1,9 @@
 """node_taint against the lab API server."""
 
 import json
+import uuid
 
-from .helpers import finish, import_module_utils, node_state, read_json
+from .helpers import import_module_utils, node_state, read_json, release, wait_at_gate
 
 BLUE = {"key": "app", "value": "blue", "effect": "NoSchedule"}
 
@@ -99,17 +100,20 @@ def test_eviction_preview_in_check_mode_and_for_real(bare_nodes, namespace, core
 
 
 def test_concurrent_writers_on_one_node_all_apply(bare_nodes, core_v1, start_module):
-    (node,) = bare_nodes(1)
-    keys = ["writer-%d" % index for index in range(4)]
+    """Five processes write one node at the same moment, three tainting and two labelling it:
+    all end up applied. The node is created once every writer is loaded and waiting."""
+    prefix = "cw%s-" % uuid.uuid4().hex[:4]
+    node = prefix + "0"
+    keys = ["writer-%d" % index for index in range(3)]
     processes = [start_module("node_taint", name=node, taints=["%s=x:NoSchedule" % key]) for key in keys]
-    results = [finish(process) for process in processes]
-    assert all(result.get("changed") is True for result in results), results
-    assert sorted(taint["key"] for taint in node_state(core_v1, node)["taints"]) == keys
-
-    labelers = [start_module("node_label", name=node, labels={key: "yes"}) for key in keys[:3]]
-    assert all(finish(process).get("changed") is True for process in labelers)
-    labels = node_state(core_v1, node)["labels"]
-    assert all(labels.get(key) == "yes" for key in keys[:3])
+    processes += [start_module("node_label", name=node, labels={key: "yes"}) for key in keys[:2]]
+    wait_at_gate(processes)
+    assert bare_nodes(1, prefix=prefix) == [node]
+    results = release(processes)
+    assert all(result.get("changed") is True for result in results), [result.get("msg") for result in results]
+    state = node_state(core_v1, node)
+    assert sorted(taint["key"] for taint in state["taints"]) == keys
+    assert all(state["labels"].get(key) == "yes" for key in keys[:2])
 
 
 def test_a_real_409_is_retried_on_a_fresh_read(bare_nodes, core_v1, run_module, monkeypatch):
