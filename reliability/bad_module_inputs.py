@@ -112,8 +112,8 @@ def run(cluster: Cluster, workdir: str) -> SuiteResult:
         cases = [(module, localise(_fill(args, stage)), localise(_fill(fragment, stage)))
                  for module, args, fragment in BAD_INPUTS]
         nodes = {stage["n0"], stage["n1"], *GHOSTS}
-        classes = {stage["pc"], stage["holder"]} | {args["name"] for _m, args, _f in cases
-                                                     if isinstance(args.get("name"), str)}
+        named = {args["name"] for _m, args, _f in cases if isinstance(args.get("name"), str)}
+        classes = {stage["pc"], stage["holder"]} | named
         before = snapshot(cluster, nodes, classes)
         playbook = directory / "bad-inputs.yml"
         playbook.write_text(yaml.safe_dump(_playbook([(m, a) for m, a, _f in cases], cluster.kubeconfig,
