@@ -161,8 +161,8 @@ def test_pdb_protected_pod_is_reprieved_first():
 
 def test_pdb_violation_counted_when_unavoidable_and_node_without_violation_preferred():
     plugin, handle, _unused = setup({"node1": [low("a1", 1, cpu="2", labels={"app": "a"})],
-                               "node2": [low("b1", 5, cpu="2", labels={"app": "b"})]},
-                              pdbs=[pdb({"app": "a"}, 0)])
+                                     "node2": [low("b1", 5, cpu="2", labels={"app": "b"})]},
+                                    pdbs=[pdb({"app": "a"}, 0)])
     nominated, _unused = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     # node1's victim has lower priority but violates its PDB: node2 wins on fewest violations.
     assert nominated == "node2" and deleted(handle) == ["b1"]

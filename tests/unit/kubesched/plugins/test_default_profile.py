@@ -66,7 +66,7 @@ def test_dedicated_node_with_toleration_and_affinity():
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "color", "operator": "In", "values": ["blue"]}]}]}}}
     tolerating = make_pod("t", tolerations=[{"key": "app", "operator": "Equal", "value": "blue",
-                                              "effect": "NoSchedule"}], affinity=affinity)
+                                             "effect": "NoSchedule"}], affinity=affinity)
     assert decide(fwk, tolerating)[0] == "node1"
     plain = make_pod("p")
     best, statuses, _unused = decide(fwk, plain)

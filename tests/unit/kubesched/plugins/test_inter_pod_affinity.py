@@ -41,7 +41,7 @@ def affinity(required=(), preferred=(), anti_required=(), anti_preferred=()):
     out = {}
     if required or preferred:
         out["podAffinity"] = {k: list(v) for k, v in (("requiredDuringSchedulingIgnoredDuringExecution", required),
-                                                       ("preferredDuringSchedulingIgnoredDuringExecution", preferred))
+                                                      ("preferredDuringSchedulingIgnoredDuringExecution", preferred))
                               if v}
     if anti_required or anti_preferred:
         out["podAntiAffinity"] = {k: list(v) for k, v in
@@ -196,7 +196,7 @@ def test_filter_required_anti_affinity():
 def test_filter_existing_pods_anti_affinity():
     nodes = build([dict(CHINA, **{HOST: "node1"}), dict(CHINA, **{HOST: "node2"}), dict(INDIA, **{HOST: "node3"})],
                   [(0, dict(labels=S2, affinity=affinity(anti_required=[term(sel(("security", "In", "S1")),
-                                                                                  "region")])))])
+                                                                             "region")])))])
     assert filter_all(make_pod(labels=S1), nodes) == [EXISTING_REJECTED, EXISTING_REJECTED, None]
     assert filter_all(make_pod(labels=S2), nodes) == "skip"
 

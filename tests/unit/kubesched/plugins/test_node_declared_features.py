@@ -9,7 +9,7 @@ RESTART_ALL = {"containers": [{"name": "c", "restartPolicyRules": [
     {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}]}]}
 HOST_USERNS = {"hostNetwork": True, "hostUsers": False}
 BIND_OPTS = {"containers": [{"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/x",
-                                                             "bindMountOptions": ["ro"]}]}]}
+                                                            "bindMountOptions": ["ro"]}]}]}
 
 
 @pytest.mark.parametrize("spec, want", [

@@ -61,7 +61,7 @@ def pod_affinity(rng, allow_required=True):
         section = {}
         if allow_required and rng.random() < 0.3:
             section["requiredDuringSchedulingIgnoredDuringExecution"] = [affinity_term(rng)
-                                                                        for _unused in range(rng.randint(1, 2))]
+                                                                         for _unused in range(rng.randint(1, 2))]
         if rng.random() < 0.4:
             section["preferredDuringSchedulingIgnoredDuringExecution"] = [
                 {"weight": rng.randint(1, 100), "podAffinityTerm": affinity_term(rng)}
@@ -160,7 +160,7 @@ def with_resource_variety(rng, spec, name):
     if rng.random() < 0.1:
         spec["overhead"] = {"cpu": "50m", "memory": "32Mi"}
     if rng.random() < 0.1:
-        spec["resources"] = {"requests": {pick(rng, ["cpu", "memory"]): pick(rng, ["300m", "2"]) }}
+        spec["resources"] = {"requests": {pick(rng, ["cpu", "memory"]): pick(rng, ["300m", "2"])}}
         if "memory" in spec["resources"]["requests"]:
             spec["resources"]["requests"]["memory"] = "512Mi"
     if rng.random() < 0.15:
@@ -265,8 +265,6 @@ def scenario(seed: int) -> dict:
             "namespaces": [{"metadata": {"name": n, "labels": lab}} for n, lab in NAMESPACES],
             "services": services, "replicasets": replicasets, "statefulsets": statefulsets,
             "pod": pod(rng, "incoming", incoming=True, owners=owners)}
-
-
 
 
 def preemption_scenario(seed: int) -> dict:
