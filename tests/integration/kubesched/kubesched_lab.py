@@ -265,3 +265,13 @@ class ApiProxy:
         self.server.shutdown()
         self.server.server_close()
         self.cut_watches()
+
+
+def write_unreachable_kubeconfig(path: Path) -> str:
+    """A kubeconfig whose server never answers (port 1): proves nothing contacts the cluster."""
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return str(path)

@@ -3,6 +3,7 @@ cluster (the kubeconfig points at a port where nothing listens), and validate-co
 
 import pytest
 import yaml
+from kubesched_lab import write_unreachable_kubeconfig
 
 BASE = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": False}}
@@ -10,13 +11,7 @@ BASE = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerCo
 
 @pytest.fixture
 def unreachable_kubeconfig(tmp_path):
-    path = tmp_path / "unreachable.kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
-    return str(path)
+    return write_unreachable_kubeconfig(tmp_path / "unreachable.kubeconfig")
 
 
 CASES = {

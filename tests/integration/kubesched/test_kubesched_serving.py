@@ -6,7 +6,7 @@ import urllib.request
 import uuid
 
 import yaml
-from kubesched_lab import ROOT, node_of, pod_manifest, settle_taints, wait_for
+from kubesched_lab import ROOT, node_of, pod_manifest, settle_taints, wait_for, write_unreachable_kubeconfig
 
 from kubesched.client import load_kubeconfig
 
@@ -73,13 +73,8 @@ def test_explain_shows_every_node_and_the_scores(kubesched_cli, nodes, core_v1, 
 
 def test_readyz_is_false_until_caches_sync(run_kubesched, tmp_path):
     """Through a kubeconfig whose server never answers, kubesched serves but is never ready."""
-    unreachable = tmp_path / "kc"
-    unreachable.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
-    sched = run_kubesched({"clientConnection": {"kubeconfig": str(unreachable)}}, wait_ready=False)
+    unreachable = write_unreachable_kubeconfig(tmp_path / "kc")
+    sched = run_kubesched({"clientConnection": {"kubeconfig": unreachable}}, wait_ready=False)
 
     def answered():
         try:
