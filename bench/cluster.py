@@ -17,7 +17,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 from urllib.parse import urlencode
 
 import urllib3
@@ -169,17 +169,6 @@ class Cluster:
             if not token:
                 return items, resource_version
             query["continue"] = token
-
-    def watch_lines(self, path: str, query: dict, resource_version: str) -> Iterator[dict]:
-        """Decoded watch events from resource_version until the server closes the stream."""
-        resp = self.stream(path, dict(query, watch="true", resourceVersion=resource_version,
-                                      allowWatchBookmarks="true"))
-        try:
-            for line in resp:
-                if line.strip():
-                    yield json.loads(line)
-        finally:
-            resp.release_conn()
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -23,6 +24,7 @@ class BindWatcher:
         self.bound_at: dict[str, float] = {}
         self.error: Exception | None = None
         self._stop = threading.Event()
+        self._stream = None
         self._listed = threading.Event()
         self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="bind-watcher", daemon=True)
@@ -35,7 +37,12 @@ class BindWatcher:
             raise self.error
 
     def stop(self) -> None:
+        """Stop, and close the watch at once: an open watch holds up the API server's shutdown."""
         self._stop.set()
+        stream = self._stream
+        if stream is not None:
+            stream.shutdown()
+        self._thread.join(timeout=10)
 
     def _record(self, pod: dict, now: float) -> None:
         name = pod["metadata"]["name"]
@@ -54,25 +61,35 @@ class BindWatcher:
                     for pod in items:
                         self._record(pod, now)
                     self._listed.set()
-                query = dict(self.query, timeoutSeconds=300)
-                for event in self.cluster.watch_lines(self.path, query, resource_version):
-                    now = time.monotonic()
-                    kind, obj = event.get("type"), event.get("object") or {}
-                    if kind == "ERROR":
-                        # 410 Gone: our resourceVersion is too old; relist.
-                        resource_version = ""
-                        break
-                    resource_version = obj.get("metadata", {}).get("resourceVersion", resource_version)
-                    if kind in ("ADDED", "MODIFIED"):
-                        self._record(obj, now)
-                    if self._stop.is_set():
-                        return
+                self._stream = self.cluster.stream(self.path, dict(
+                    self.query, watch="true", resourceVersion=resource_version, allowWatchBookmarks="true",
+                    timeoutSeconds=300))
+                try:
+                    for line in self._stream:
+                        if self._stop.is_set():
+                            return
+                        if not line.strip():
+                            continue
+                        now = time.monotonic()
+                        event = json.loads(line)
+                        kind, obj = event.get("type"), event.get("object") or {}
+                        if kind == "ERROR":
+                            # 410 Gone: our resourceVersion is too old; relist.
+                            resource_version = ""
+                            break
+                        resource_version = obj.get("metadata", {}).get("resourceVersion", resource_version)
+                        if kind in ("ADDED", "MODIFIED"):
+                            self._record(obj, now)
+                finally:
+                    self._stream.release_conn()
+                    self._stream = None
             except Exception as err:  # noqa: BLE001 - a dropped stream of any kind is rewatched
                 if not self._listed.is_set():
                     self.error = err
                     self._listed.set()
                     return
-                time.sleep(0.2)
+                if not self._stop.is_set():
+                    time.sleep(0.2)
 
     def wait_changed(self, timeout: float) -> None:
         with self._changed:

@@ -59,7 +59,7 @@ class Progress:
         if self.tty and self._width:
             self.stream.write("\r" + " " * self._width + "\r")
             self._width = 0
-        print(text, file=self.stream, flush=True)
+        print(f"{time.strftime('%H:%M:%S')} {text}", file=self.stream, flush=True)
 
 
 @dataclass
@@ -84,9 +84,11 @@ class RunContext:
         pods and, in backlog mode, every pending pod. On the benchmark's own API server it is
         built once per workload and restored from a copy of etcd for each later run."""
         if self.lab and self.saved_workload == workload.name:
+            start = time.monotonic()
             self.lab.restore_snapshot()
             self._reconnect()
             self.nodes.current = workload.nodes
+            self.progress.log(f"{label}: restored the saved cluster state in {time.monotonic() - start:.1f} s")
             return
         if self.lab:
             self.lab.restart_empty()

@@ -49,8 +49,9 @@ def test_record_figures_are_sane(smoke_run):
     for record in document["records"]:
         assert (record["qps"], record["burst"]) == ((50, 100) if record["qps_profile"] == "default" else (5000, 5000))
         assert record["pods_per_s"] > 0
-        assert 0 <= record["startup_s"] <= record["p50_ms"] / 1000 + 0.001
-        assert record["p50_ms"] <= record["p99_ms"] <= record["makespan_s"] * 1000 + 1
+        assert 0 <= record["startup_s"] <= record["p50_ms"] / 1000 + 0.01
+        # makespan_s is rounded to 10 ms, the latencies to 1 ms.
+        assert record["p50_ms"] <= record["p99_ms"] <= record["makespan_s"] * 1000 + 10
         assert record["cpu_s"] > 0, f"{record['scheduler']} used no CPU: was its process measured?"
         assert 1 < record["peak_rss_mb"] < 4096
         assert len(record["commit"]) >= 7
