@@ -22,6 +22,11 @@ def scheduler_name():
     return f"kubesched-it-{uuid.uuid4().hex[:6]}"
 
 
+def pod_scheduled_condition(core_v1, namespace, name):
+    pod = json.loads(core_v1.read_namespaced_pod(name, namespace, _preload_content=False).data)
+    return next((c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"), None)
+
+
 def create_pod(core_v1, namespace, name, **spec):
     core_v1.create_namespaced_pod(namespace, pod_manifest(name, **spec), _preload_content=False)
 
@@ -53,10 +58,10 @@ def test_s2_not_ready_taint_then_removing_it_schedules_without_restart(run_kubes
                                if e["reason"] == "FailedScheduling"], 20, what="FailedScheduling")
     assert failed[0]["type"] == "Warning"
     assert failed[0]["note"] == S2_MESSAGE
-    pod = json.loads(core_v1.read_namespaced_pod("waiting", namespace, _preload_content=False).data)
-    [cond] = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+    # The event and the status patch are written independently; wait for the condition too.
+    cond = wait_for(lambda: pod_scheduled_condition(core_v1, namespace, "waiting"), 10, what="PodScheduled")
     assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Unschedulable", S2_MESSAGE)
-    assert not pod["spec"].get("nodeName")
+    assert not node_of(core_v1, namespace, "waiting")
     core_v1.patch_node(node, {"spec": {"taints": None}})
     assert wait_for(lambda: node_of(core_v1, namespace, "waiting"), 20, what="the pod to be bound") == node
     assert sched.proc.poll() is None
@@ -104,8 +109,7 @@ def test_s7_profiles_serve_several_scheduler_names_and_leave_others_alone(run_ku
     failed = wait_for(lambda: [e for e in events_for(api_client, namespace, "p2-0")
                                if e["reason"] == "FailedScheduling"], 20, what="p2-0 FailedScheduling")
     assert failed[0]["note"] == NO_PRESCORE_ERROR and failed[0]["reportingController"] == second
-    pod = json.loads(core_v1.read_namespaced_pod("p2-0", namespace, _preload_content=False).data)
-    [cond] = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+    cond = wait_for(lambda: pod_scheduled_condition(core_v1, namespace, "p2-0"), 10, what="PodScheduled")
     assert (cond["status"], cond["reason"]) == ("False", "SchedulerError")
     foreign = json.loads(core_v1.read_namespaced_pod("foreign", namespace, _preload_content=False).data)
     assert not foreign["spec"].get("nodeName")
