@@ -13,6 +13,7 @@ import ipaddress
 import os
 import socket
 import ssl
+import subprocess
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,7 +28,14 @@ HealthCheck = Callable[[], "str | None"]  # None when healthy, else the reason
 
 
 def self_signed_certificate(host: str, directory: str) -> tuple[str, str]:
-    """Write a self-signed serving certificate for host, localhost and 127.0.0.1."""
+    """Write a self-signed serving certificate for host, localhost and 127.0.0.1.
+
+    Uses the cryptography package, or the openssl command where it is not installed.
+    """
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        return _openssl_self_signed(host, directory)
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -56,6 +64,29 @@ def self_signed_certificate(host: str, directory: str) -> tuple[str, str]:
         fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                    serialization.NoEncryption()))
     return cert_path, key_path
+
+
+def _openssl_self_signed(host: str, directory: str) -> tuple[str, str]:
+    cert_path = os.path.join(directory, "kubesched.crt")
+    key_path = os.path.join(directory, "kubesched.key")
+    san = "DNS:localhost,IP:127.0.0.1," + (f"IP:{host}" if _is_ip(host) else f"DNS:{host}")
+    try:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-days", "365", "-subj", f"/CN={host}@kubesched", "-addext",
+                        f"subjectAltName={san}", "-keyout", key_path, "-out", cert_path],
+                       check=True, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise OSError("cannot make a self-signed serving certificate (install the cryptography package or "
+                      f"openssl, or pass --tls-cert-file and --tls-private-key-file): {err}") from None
+    return cert_path, key_path
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
 
 
 class HealthServer:

@@ -47,3 +47,11 @@ def test_metrics_and_unknown_paths(server):
     code, text = get(srv.port, "/metrics")
     assert code == 200 and "scheduler_pending_pods" in text
     assert get(srv.port, "/nope")[0] == 404
+
+
+def test_openssl_fallback_makes_a_usable_certificate(tmp_path):
+    from kubesched.server import _openssl_self_signed
+
+    cert, key = _openssl_self_signed("127.0.0.1", str(tmp_path))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
