@@ -129,8 +129,9 @@ start_apiserver() {
   pid_alive kube-apiserver && return 0
   check_port_free "$API_PORT" kube-apiserver LAB_API_PORT
   log "starting kube-apiserver on $SERVER"
-  # ServiceAccount admission is off: the lab has no controller-manager to create the
-  # default service accounts, and no kubelet needs tokens.
+  # Two admission plugins are off because the lab has no controller-manager: ServiceAccount
+  # (nothing creates the default service accounts, and no kubelet needs tokens) and
+  # TaintNodesByCondition (nothing would lift the not-ready taint it puts on new nodes).
   setsid "$bin/kube-apiserver" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
@@ -140,7 +141,7 @@ start_apiserver() {
     --service-account-key-file="$LAB/pki/sa.pub" --service-account-signing-key-file="$LAB/pki/sa.key" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range=10.0.0.0/24 --endpoint-reconciler-type=none \
-    --disable-admission-plugins=ServiceAccount \
+    --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
     --allow-privileged=true --profiling=false \
     --max-requests-inflight=1000 --max-mutating-requests-inflight=500 \
     </dev/null >"$LAB/kube-apiserver.log" 2>&1 &

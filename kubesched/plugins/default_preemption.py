@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from kubesched import metrics
 from kubesched.framework.fit_error import Diagnosis, FitError, NodeToStatus
 from kubesched.framework.interface import Code, PluginArgsError, Status, is_success
 from kubesched.framework.types import NodeInfo, PodInfo
@@ -202,6 +203,7 @@ class DefaultPreemption:
         if not candidates:
             return "", Status(Code.UNSCHEDULABLE, fit_error_message(pod, len(all_nodes), node_statuses))
         best = pick_one_node_for_preemption(candidates, self.clock())
+        metrics.preemption_victims.observe(len(best.victims))
         try:
             self.prepare_candidate(best, pod)
         except Exception as err:  # any API failure: report it, nominate nothing
