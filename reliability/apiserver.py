@@ -93,7 +93,7 @@ def run_reset(lab: PrivateLab, cluster: Cluster, workdir: str, pods: int) -> dic
         def reset(out: dict, watch: PodWatch) -> None:
             out["connections_reset"] = 0
             out["bound_at_first_reset"] = watch.bound()
-            for _ in range(3):
+            for _round in range(3):
                 out["connections_reset"] += proxy.reset_all()
                 time.sleep(1.0)
 

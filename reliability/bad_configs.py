@@ -140,7 +140,7 @@ def run(workdir: str) -> SuiteResult:
     kubeconfig = _unreachable_kubeconfig(directory)
     for case_id, what, content, expected in CASES:
         path = _write_case(directory, case_id, content, kubeconfig)
-        v_code, v_err, _ = _run("validate-config", str(path))
+        v_code, v_err, _seconds = _run("validate-config", str(path))
         r_code, r_err, r_seconds = _run("--config", str(path), "--secure-port", "0", "--bind-address", "127.0.0.1")
         v_ok, v_line, v_why = _judge(v_code, v_err, expected)
         r_ok, r_line, r_why = _judge(r_code, r_err, expected)

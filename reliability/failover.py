@@ -175,7 +175,7 @@ def run_variant(cluster: Cluster, workdir: str, sig: int, *, pods: int = 2000, k
         out["bind_conflicts"] = sum(len(inst.bind_failures()) for inst in instances)
         out["max_concurrent_leaders"] = monitor.max_concurrent_leaders
         out["survivors_alive"] = all(inst.alive() for inst in instances if inst is not leader)
-        out["lease_holders_seen"] = len({h for _, h in monitor.history if h})
+        out["lease_holders_seen"] = len({h for _at, h in monitor.history if h})
         return out
     finally:
         monitor.close()

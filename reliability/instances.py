@@ -165,7 +165,7 @@ def parse_metric(text: str, name: str, labels: dict[str, str] | None = None) -> 
     for line in text.splitlines():
         if line.startswith("#") or not line.startswith(name):
             continue
-        series, _, value = line.rpartition(" ")
+        series, _sep, value = line.rpartition(" ")
         if series.split("{", 1)[0] != name:
             continue
         found = dict(part.split("=", 1) for part in series[len(name):].strip("{}").split(",") if "=" in part)

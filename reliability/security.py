@@ -172,7 +172,7 @@ SAR_ALLOWED = [  # what scheduling needs
 
 
 def subject_access(cluster: Cluster, user: str, groups: list[str], verb: str, resource: str, namespace: str) -> dict:
-    resource_name, _, subresource = resource.partition("/")
+    resource_name, _sep, subresource = resource.partition("/")
     api_group = {"leases": "coordination.k8s.io"}.get(resource_name, "")
     attrs = {"verb": verb, "resource": resource_name, "group": api_group}
     if subresource:
