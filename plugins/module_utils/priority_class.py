@@ -203,10 +203,11 @@ def run(api, params, check_mode):
     else:
         before, after, recreated = ensure_absent(api, params, check_mode)
     changed = recreated or class_view(before) != class_view(after)
+    header = "priorityclass/%s" % params["name"]
     return dict(
         changed=changed,
         recreated=recreated,
         priority_class=after or {},
-        diff=dict(before_header="priorityclass/%s" % params["name"], after_header="priorityclass/%s" % params["name"],
+        diff=dict(before_header=header, after_header=header + (" (deleted and created again)" if recreated else ""),
                   before=class_view(before), after=class_view(after)),
     )

@@ -117,12 +117,14 @@ recreated:
   type: bool
   sample: false
 diff:
-  description: The managed fields of the class before and after; an empty dictionary where it does not exist.
+  description:
+    - The managed fields of the class before and after; an empty dictionary where it does not exist.
+    - When O(force) recreates the class, C(after_header) says so.
   returned: when diff mode is enabled
   type: dict
   sample:
     before_header: priorityclass/high-priority
-    after_header: priorityclass/high-priority
+    after_header: priorityclass/high-priority (deleted and created again)
     before: {"value": 1000000, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority"}
     after: {"value": 2000000, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority"}
 """

@@ -174,4 +174,7 @@ def test_connection_from_environment_variables_alone(stage, cluster_snapshot, ru
     before = cluster_snapshot(_watched(stage))
     result = run_module("node_cordon", kubeconfig=None, env=env, name=stage["n1"])
     assert "forbidden (HTTP 403): user '%s' may not patch nodes" % limited_identity["user"] in result["msg"]
+    unverified = {"K8S_AUTH_HOST": options["host"], "K8S_AUTH_API_KEY": options["api_key"], "K8S_AUTH_VERIFY_SSL": "no"}
+    result = run_module("node_cordon", kubeconfig=None, env=unverified, name=stage["n1"])
+    assert "forbidden (HTTP 403)" in result["msg"], result["msg"]
     assert cluster_snapshot(_watched(stage)) == before

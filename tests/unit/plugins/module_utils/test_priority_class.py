@@ -89,6 +89,7 @@ class TestRun:
         result = run(api, params(value=2000, force=True), check_mode=False)
         assert result["changed"] is True and result["recreated"] is True
         assert result["diff"]["before"]["value"] == 1000 and result["diff"]["after"]["value"] == 2000
+        assert result["diff"]["after_header"] == "priorityclass/high (deleted and created again)"
         assert api.writes == [("delete", "high"), ("create", "high")]
         assert api.priority_classes["high"]["value"] == 2000
 
