@@ -167,6 +167,8 @@ def build_configuration(params):
         configuration.host = params["host"]
     if params.get("api_key"):
         configuration.api_key = {"BearerToken": "Bearer " + params["api_key"]}
+        # The kubeconfig loader's hook would put its own token back before every request.
+        configuration.refresh_api_key_hook = None
     if params.get("ca_cert"):
         configuration.ssl_ca_cert = params["ca_cert"]
     if params.get("client_cert"):

@@ -46,6 +46,7 @@ class TestConfiguration:
             validate_certs=True))
         assert configuration.host == "https://127.0.0.2:6443"
         assert configuration.api_key == {"BearerToken": "Bearer other"}
+        assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer other"
         assert configuration.ssl_ca_cert == str(ca) and configuration.verify_ssl is True
 
     def test_host_alone_needs_no_kubeconfig(self):
