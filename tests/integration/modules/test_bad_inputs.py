@@ -166,6 +166,7 @@ def test_at_least_twenty_bad_inputs_across_all_four_modules():
     assert {case[0] for case in BAD_INPUTS} == {"node_taint", "node_label", "node_cordon", "priority_class"}
 
 
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")  # validate_certs off on purpose
 def test_connection_from_environment_variables_alone(stage, cluster_snapshot, run_module, limited_identity):
     """host, api_key and ca_cert come from K8S_AUTH_*: the 403 names the token's service account."""
     options = limited_identity["options"]
