@@ -34,8 +34,8 @@ def start_module(lab_kubeconfig, tmp_path):
 def bare_nodes(nodes, core_v1):
     """Factory like `nodes`, whose nodes carry exactly the given taints (default none).
 
-    The API server's TaintNodesByCondition admission puts node.kubernetes.io/not-ready on
-    every new node; tests start from the taints they set up themselves instead.
+    Where the API server runs the TaintNodesByCondition admission, every new node gets
+    node.kubernetes.io/not-ready; tests start from the taints they set up themselves instead.
     """
     def make(count, taints=None, **kwargs):
         names = nodes(count, **kwargs)
