@@ -2,7 +2,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubesched maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-# ruff: noqa: E402 - Ansible requires imports below DOCUMENTATION, EXAMPLES and RETURN
 
 from __future__ import absolute_import, division, print_function
 
