@@ -24,13 +24,32 @@ PLAYBOOK = textwrap.dedent("""\
     """)
 
 
-def _play(tmp_path, node, lab_kubeconfig, *options):
+MODULE_DEFAULTS_PLAYBOOK = textwrap.dedent("""\
+    - name: Connection options set once for the whole collection
+      hosts: localhost
+      gather_facts: false
+      module_defaults:
+        group/kubesched.scheduler.k8s:
+          kubeconfig: "{kubeconfig}"
+      tasks:
+        - name: Node {node} is labelled
+          kubesched.scheduler.node_label:
+            name: "{node}"
+            labels: {{color: green}}
+    """)
+
+
+def _play(tmp_path, node, lab_kubeconfig, *options, playbook_text=PLAYBOOK, env_kubeconfig=True):
     """Run the playbook with the json callback; returns {task name: result}."""
     playbook = tmp_path / "site.yml"
-    playbook.write_text(PLAYBOOK.format(node=node))
-    env = module_env({"K8S_AUTH_KUBECONFIG": lab_kubeconfig, "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+    playbook.write_text(playbook_text.format(node=node, kubeconfig=lab_kubeconfig))
+    env = module_env({"ANSIBLE_PYTHON_INTERPRETER": sys.executable,
                       "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_LOCALHOST_WARNING": "false",
                       "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS_PATH})
+    if env_kubeconfig:
+        env["K8S_AUTH_KUBECONFIG"] = lab_kubeconfig
+    else:
+        env.pop("K8S_AUTH_KUBECONFIG", None)
     ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     completed = subprocess.run([ansible_playbook, "-i", "localhost,", "-c", "local", str(playbook)] + list(options),
                                env=env, capture_output=True, text=True, timeout=300, check=False)
@@ -54,3 +73,10 @@ def test_playbook_check_diff_then_apply(bare_nodes, core_v1, lab_kubeconfig, tmp
     assert applied[taint_task]["changed"] is True and applied[cordon_task]["changed"] is True
     assert node_state(core_v1, node)["taints"] == [{"key": "app", "value": "blue", "effect": "NoSchedule"}]
     assert node_state(core_v1, node)["unschedulable"] is True
+
+
+def test_module_defaults_group_sets_the_connection_once(bare_nodes, core_v1, lab_kubeconfig, tmp_path):
+    (node,) = bare_nodes(1)
+    result = _play(tmp_path, node, lab_kubeconfig, playbook_text=MODULE_DEFAULTS_PLAYBOOK, env_kubeconfig=False)
+    assert result["Node %s is labelled" % node]["changed"] is True
+    assert node_state(core_v1, node)["labels"]["color"] == "green"
