@@ -6,6 +6,7 @@
     python lab/demo.py wait                                  until each demo pod is bound or has a reason
     python lab/demo.py table                                 where each demo pod landed, and why
     python lab/demo.py delete-workloads                      remove the demo's namespaces
+    python lab/demo.py remove-namespaces NS...               delete and finalize namespaces
 """
 
 from __future__ import annotations
@@ -111,14 +112,25 @@ def preemption_workloads() -> tuple[list[dict], dict]:
     return low, pod("high-priority-preemptor", cpu="2", priority_class="high-priority", node_selector=on_node2)
 
 
-def recreate_namespace(core_v1, name: str) -> None:
+def remove_namespace(core_v1, name: str) -> None:
+    """Delete a namespace's pods and the namespace, and finalize it: no controller-manager runs in the lab."""
     from kubernetes.client.rest import ApiException
 
     try:
-        core_v1.delete_namespace(name, grace_period_seconds=0)
+        for p in core_v1.list_namespaced_pod(name).items:
+            core_v1.delete_namespaced_pod(p.metadata.name, name, grace_period_seconds=0)
+        core_v1.delete_namespace(name)
+        core_v1.replace_namespace_finalize(name, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+                                                  "spec": {"finalizers": []}})
     except ApiException as err:
-        if err.status != 404:
+        if err.status not in (404, 409):
             raise
+
+
+def recreate_namespace(core_v1, name: str) -> None:
+    from kubernetes.client.rest import ApiException
+
+    remove_namespace(core_v1, name)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
@@ -205,15 +217,16 @@ def cmd_table(core_v1, args) -> int:
 
 
 def cmd_delete_workloads(core_v1, args) -> int:
-    from kubernetes.client.rest import ApiException
-
     for namespace in DEMO_NAMESPACES:
-        try:
-            core_v1.delete_namespace(namespace, grace_period_seconds=0)
-        except ApiException as err:
-            if err.status != 404:
-                raise
+        remove_namespace(core_v1, namespace)
     print(f"workloads: deleted namespaces {', '.join(DEMO_NAMESPACES)}")
+    return 0
+
+
+def cmd_remove_namespaces(core_v1, args) -> int:
+    for namespace in args.names:
+        remove_namespace(core_v1, namespace)
+    print(f"namespaces: removed {', '.join(args.names)}")
     return 0
 
 
@@ -235,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=90)
     sub.add_parser("table", help="where each demo pod landed, and why")
     sub.add_parser("delete-workloads", help="delete the demo namespaces")
+    p = sub.add_parser("remove-namespaces", help="delete namespaces with their pods, and finalize them")
+    p.add_argument("names", nargs="+")
     args = parser.parse_args(argv)
     if not os.path.exists(args.kubeconfig):
         print(f"demo: {args.kubeconfig} does not exist; run 'make lab-up' first", file=sys.stderr)
@@ -242,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     core_v1 = core_v1_from_kubeconfig(args.kubeconfig)
     start = time.monotonic()
     handler = {"nodes": cmd_nodes, "delete-nodes": cmd_delete_nodes, "workloads": cmd_workloads,
-               "wait": cmd_wait, "table": cmd_table, "delete-workloads": cmd_delete_workloads}[args.command]
+               "wait": cmd_wait, "table": cmd_table, "delete-workloads": cmd_delete_workloads,
+               "remove-namespaces": cmd_remove_namespaces}[args.command]
     rc = handler(core_v1, args)
     if os.environ.get("DEMO_TIMING"):
         print(f"demo: {args.command} took {time.monotonic() - start:.1f} s")

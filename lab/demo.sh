@@ -44,7 +44,7 @@ start_master() {
     return
   fi
   docker rm -f "$container" >/dev/null 2>&1 || true
-  docker run -d --name "$container" --hostname "$name" --network host \
+  docker run -d --name "$container" --hostname "demo-$name" --network host \
     --cap-add SYS_ADMIN --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
     --cgroupns host -v /sys/fs/cgroup/unified:/sys/fs/cgroup:rw \
     --tmpfs /run --tmpfs /run/lock --tmpfs /tmp --stop-signal RTMIN+3 \
@@ -122,6 +122,7 @@ down() {
   echo "demo: containers removed"
   if [ -s "$KUBECONFIG_ADMIN" ] && bash "$ROOT/lab/lab.sh" status >/dev/null 2>&1; then
     demo_py delete-workloads
+    demo_py remove-namespaces kubesched-verify
     demo_py delete-nodes --prefix demo-node-
     ansible-playbook -i "$INVENTORY" "$ROOT/playbooks/demo-down.yml"
   else
