@@ -39,7 +39,7 @@ class ApiError(RuntimeError):
 class Cluster:
     """One API server, reached with the credentials of a kubeconfig."""
 
-    def __init__(self, kubeconfig: str, pool_size: int = 48):
+    def __init__(self, kubeconfig: str, pool_size: int = 96):
         from kubernetes import client, config
 
         if not os.path.exists(kubeconfig):

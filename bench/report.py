@@ -86,7 +86,11 @@ def markdown_table(document: dict) -> str:
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in records:
-        qps = f"{r['qps']}/{r['burst']}" + (f", {r['rate_per_s']:g} pods/s arriving" if r.get("rate_per_s") else "")
+        qps = f"{r['qps']}/{r['burst']}"
+        if r.get("rate_per_s"):
+            qps += f", {r['rate_per_s']:g} pods/s arriving"
+            if r.get("achieved_rate_per_s"):
+                qps += f" ({r['achieved_rate_per_s']:g} achieved)"
         bound = _cell(r["bound"]) + ("" if r["complete"] else " ⚠")
         lines.append(f"| {r['workload']} | {qps} | {r['scheduler']} | {_cell(r['nodes'])} | {_cell(r['pods'])} "
                      f"| {bound} | {_cell(r['pods_per_s'], 1)} | {_cell(r['p50_ms'])} | {_cell(r['p99_ms'])} "
