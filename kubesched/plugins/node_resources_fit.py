@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from kubesched.framework.columns import node_columns, within_exact_range
 from kubesched.framework.interface import (
     ActionType,
     ClusterEvent,
@@ -31,6 +34,7 @@ from kubesched.plugins.helper import (
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     allocated_score_cpu_memory,
+    allocated_scores_cpu_memory,
     is_cpu_and_memory,
     least_resource_scorer,
     most_resource_scorer,
@@ -164,7 +168,20 @@ class NodeResourcesFit:
         request = state.get(PRE_FILTER_STATE_KEY) or pod.requests
         cpu, mem, eph = request.milli_cpu, request.memory, request.ephemeral_storage
         plain = not request.scalar
-        out: list[Status | None] = []
+        columns = node_columns(self.handle) if plain and within_exact_range(cpu, mem, eph) else None
+        rows = columns.rows(nodes) if columns is not None else None
+        if rows is not None:  # hot path: the fast check as one array expression
+            fits = ((columns.pod_count[rows] < columns.alloc_pods[rows])
+                    & (cpu <= columns.alloc_cpu[rows] - columns.req_cpu[rows])
+                    & (mem <= columns.alloc_mem[rows] - columns.req_mem[rows])
+                    & (eph <= columns.alloc_eph[rows] - columns.req_eph[rows]))
+            out: list[Status | None] = [None] * len(nodes)
+            for i in np.flatnonzero(~fits).tolist():
+                insufficient = insufficient_resources(request, nodes[i], self.ignored_resources,
+                                                      self.ignored_resource_groups)
+                out[i] = self._status(insufficient) if insufficient else None
+            return out
+        out = []
         for node in nodes:  # hot path: the common pod (cpu/memory only) is decided inline
             alloc, used = node.allocatable, node.requested
             if (plain and len(node.pods) < alloc.allowed_pod_number
@@ -200,6 +217,10 @@ class NodeResourcesFit:
             cpu, mem = pod_requests
             w_cpu, w_mem = self.resources[0][1], self.resources[1][1]
             most = self.strategy == MOST_ALLOCATED
+            columns = node_columns(self.handle) if within_exact_range(cpu, mem) else None
+            rows = columns.rows(nodes) if columns is not None else None
+            if rows is not None:  # hot path: one array expression over the snapshot's columns
+                return allocated_scores_cpu_memory(columns, rows, cpu, mem, w_cpu, w_mem, most).tolist()
             return [allocated_score_cpu_memory(n, cpu, mem, w_cpu, w_mem, most) for n in nodes]
         resources, scorer = self.resources, self.scorer
         return [scorer(*node_allocatable_request(n, resources, pod_requests, False)) for n in nodes]

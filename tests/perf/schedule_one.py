@@ -1,4 +1,3 @@
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Micro-benchmark of kubesched's scheduling cycle: schedule_one over a fake cache, no API server.
 
 Not a test. Run it from the repository root:
