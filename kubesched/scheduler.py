@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
+
 from kubesched import klog, metrics
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
@@ -63,9 +65,16 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
 def select_host(names: list[str], totals: list[int], rng: random.Random = random) -> str:  # type: ignore[assignment]
     """The highest total; ties broken uniformly at random (the same distribution as
     upstream's reservoir sampling, with one random draw instead of one per tie)."""
+    return names[select_host_index(totals, rng)]
+
+
+def select_host_index(totals: list[int], rng: random.Random = random) -> int:  # type: ignore[assignment]
+    """select_host's choice as an index into totals."""
     best = max(totals)
-    tied = [i for i, total in enumerate(totals) if total == best]
-    return names[tied[0] if len(tied) == 1 else tied[rng.randrange(len(tied))]]
+    if totals.count(best) == 1:  # hot path: C-level scans, no per-node Python
+        return totals.index(best)
+    tied = np.flatnonzero(np.asarray(totals) == best)
+    return int(tied[rng.randrange(len(tied))])
 
 
 class ScheduleResult:
@@ -144,6 +153,8 @@ class Scheduler:
         self.bind_pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
         self.binds_in_flight = 0
         self.binds_lock = threading.Lock()
+        self._binding_goroutines = metrics.goroutines.labels("binding")  # resolved once, set per pod
+        self._attempt_metrics: dict[tuple[str, str], tuple[Any, Any]] = {}
         self.stop = threading.Event()
         self.node_informer: Informer | None = None
         self.pod_informer: Informer | None = None
@@ -383,7 +394,7 @@ class Scheduler:
             return ScheduleResult(feasible[0].name, 1 + len(diagnosis.node_to_status), 1)
         totals = self.prioritize_nodes(fwk, state, pod, feasible,
                                        explain.setdefault("scores", {}) if explain is not None else None)
-        host = select_host([n.name for n in feasible], totals, self.rng)
+        host = feasible[select_host_index(totals, self.rng)].name
         if explain is not None:
             explain["totals"] = dict(zip((n.name for n in feasible), totals))
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
@@ -449,7 +460,10 @@ class Scheduler:
             # node-by-node filtering would, so the round-robin start index moves the same.
             while position < num_all and len(feasible) < to_find:
                 size = min(to_find - len(feasible), num_all - position)
-                chunk = [nodes[(start_index + position + i) % num_all] for i in range(size)]
+                first = (start_index + position) % num_all
+                chunk = nodes[first:first + size]
+                if len(chunk) < size:  # wrapped around the end of the node list
+                    chunk += nodes[:size - len(chunk)]
                 position += size
                 for node, status in self._filter_chunk(fwk, state, pod, chunk, plugins, feasible):
                     statuses[node.name] = status
@@ -459,8 +473,7 @@ class Scheduler:
             code = "Error"
             raise
         finally:
-            metrics.framework_extension_point_duration.labels("Filter", code, fwk.profile_name).observe(
-                time.perf_counter() - started)
+            fwk.observe_duration("Filter", code, started)
 
     def _filter_chunk(self, fwk: Framework, state: CycleState, pod: PodInfo, chunk: list[NodeInfo],
                       plugins: list[Any], feasible: list[NodeInfo]) -> list[tuple[NodeInfo, Status]]:
@@ -526,7 +539,7 @@ class Scheduler:
             return
         with self.binds_lock:
             self.binds_in_flight += 1
-            metrics.goroutines.labels("binding").set(self.binds_in_flight)
+            self._binding_goroutines.set(self.binds_in_flight)
         self.bind_pool.submit(self._binding_cycle, fwk, state, pod, assumed, result, start)
 
     def _binding_cycle(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
@@ -541,7 +554,7 @@ class Scheduler:
             self.cache.forget_pod(assumed)
             with self.binds_lock:
                 self.binds_in_flight -= 1
-                metrics.goroutines.labels("binding").set(self.binds_in_flight)
+                self._binding_goroutines.set(self.binds_in_flight)
             return
         status: Status | None
         bind_start = time.perf_counter()
@@ -556,7 +569,7 @@ class Scheduler:
             metrics.binding_duration.observe(time.perf_counter() - bind_start)
             with self.binds_lock:
                 self.binds_in_flight -= 1
-                metrics.goroutines.labels("binding").set(self.binds_in_flight)
+                self._binding_goroutines.set(self.binds_in_flight)
         if status is not None and not status.is_success():
             if klog.V(1):
                 klog.info("Failed to bind pod", pod=pod.key, node=host, err=status.message())
@@ -574,8 +587,9 @@ class Scheduler:
             klog.info("Successfully bound pod to node", pod=pod.key, node=host,
                       evaluatedNodes=result.evaluated_nodes, feasibleNodes=result.feasible_nodes)
         elapsed = time.perf_counter() - start
-        metrics.schedule_attempts.labels(metrics.SCHEDULED, fwk.profile_name).inc()
-        metrics.scheduling_attempt_duration.labels(metrics.SCHEDULED, fwk.profile_name).observe(elapsed)
+        attempts, duration = self._attempt_series(metrics.SCHEDULED, fwk.profile_name)
+        attempts.inc()
+        duration.observe(elapsed)
         metrics.pod_scheduling_attempts.observe(pod.attempts)
         if pod.initial_attempt_ts:
             metrics.pod_scheduling_sli_duration.labels(metrics.attempts_label(pod.attempts)).observe(
@@ -586,13 +600,24 @@ class Scheduler:
     # Failure: event, condition, nomination, back to the queue
     # =========================================================================================
 
+    def _attempt_series(self, result: str, profile: str) -> tuple[Any, Any]:
+        """schedule_attempts_total and scheduling_attempt_duration_seconds for (result, profile),
+        resolved once: labels() takes a lock and a lookup on every call."""
+        key = (result, profile)
+        series = self._attempt_metrics.get(key)
+        if series is None:
+            series = self._attempt_metrics[key] = (metrics.schedule_attempts.labels(result, profile),
+                                                   metrics.scheduling_attempt_duration.labels(result, profile))
+        return series
+
     def handle_scheduling_failure(self, fwk: Framework, pod: PodInfo, status: Status, fit: FitError | None,
                                   nominated_node: str | None, start: float, clear_nomination: bool) -> None:
         rejected = status.is_rejected()
         reason = "Unschedulable" if rejected else "SchedulerError"
         result = metrics.UNSCHEDULABLE if rejected else metrics.ERROR
-        metrics.schedule_attempts.labels(result, fwk.profile_name).inc()
-        metrics.scheduling_attempt_duration.labels(result, fwk.profile_name).observe(time.perf_counter() - start)
+        attempts, duration = self._attempt_series(result, fwk.profile_name)
+        attempts.inc()
+        duration.observe(time.perf_counter() - start)
         message = status.message()
         if fit is not None:
             pod.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)

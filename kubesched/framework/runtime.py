@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+import numpy as np
+
 from kubesched import metrics
 from kubesched.config.types import EXTENSION_POINT_METHODS, EXTENSION_POINTS, PluginRef, Profile
 from kubesched.framework.interface import (
@@ -282,6 +284,8 @@ class Framework:
                     results = [check(state, pod, node) for node in candidates]
             except Exception as err:  # noqa: BLE001
                 raise FilterError(f'running "{plugin.name}" filter plugin: {err}') from err
+            if results.count(None) == len(results):
+                continue  # hot path: the plugin passed every node
             keep = []
             for node, status in zip(candidates, results):
                 if status is None or status.code == Code.SUCCESS:
@@ -400,7 +404,7 @@ class Framework:
         """Weighted total score per node, aligned with nodes. With breakdown, also record
         plugin -> node -> weighted score (for `kubesched explain`). Raises ScoreError."""
         start = time.perf_counter()
-        totals = [0] * len(nodes)
+        totals = np.zeros(len(nodes), dtype=np.int64)
         scores: list[NodeScore] | None = None
         skip = state.skip_score_plugins
         try:
@@ -410,13 +414,16 @@ class Framework:
                 try:
                     # A plugin may score all nodes at once (vectorised); else node by node.
                     if hasattr(plugin, "score_nodes"):
-                        raw = list(plugin.score_nodes(state, pod, nodes))
+                        raw = plugin.score_nodes(state, pod, nodes)
                     else:
                         score = plugin.score
                         raw = [score(state, pod, node) for node in nodes]
                 except Exception as err:  # noqa: BLE001
                     raise ScoreError(f'running Score plugins: plugin "{plugin.name}" failed with: {err}') from err
-                if hasattr(plugin, "normalize_score"):
+                if hasattr(plugin, "normalize_scores"):
+                    # hot path: normalising plain ints, no NodeScore objects
+                    raw = plugin.normalize_scores(state, pod, raw)
+                elif hasattr(plugin, "normalize_score"):
                     # One NodeScore list per cycle, refilled per plugin: building objects per
                     # node and plugin was the largest cost of scoring.
                     if scores is None:
@@ -429,15 +436,18 @@ class Framework:
                         raise ScoreError(f'running Normalize on Score plugins: plugin "{plugin.name}" '
                                          f"failed with: {status.message()}")
                     raw = [s.score for s in scores]
-                if raw and (max(raw) > MAX_NODE_SCORE or min(raw) < MIN_NODE_SCORE):
+                if not len(raw):
+                    continue
+                values = _score_array(raw)
+                if values.max() > MAX_NODE_SCORE or values.min() < MIN_NODE_SCORE:
                     value = next(v for v in raw if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)
                     raise ScoreError(f'applying score defaultWeights on Score plugins: plugin '
                                      f'"{plugin.name}" returns an invalid score {value}, it should in the '
                                      f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")
-                totals = [t + v * weight for t, v in zip(totals, raw)]
+                totals += values.astype(np.int64) * weight
                 if breakdown is not None:
-                    breakdown[plugin.name] = {node.name: v * weight for node, v in zip(nodes, raw)}
-            return totals
+                    breakdown[plugin.name] = {node.name: int(v) * weight for node, v in zip(nodes, raw)}
+            return totals.tolist()
         finally:
             self._observe("Score", None, start)
 
@@ -520,11 +530,27 @@ class Framework:
 
     def _observe(self, point: str, status: Status | None, start: float) -> None:
         code = "Success" if status is None or status.is_success() else _CODE_NAMES[status.code]
+        self.observe_duration(point, code, start)
+
+    def observe_duration(self, point: str, code: str, start: float) -> None:
+        """framework_extension_point_duration_seconds{point, code, profile} since start."""
         child = self._duration_children.get((point, code))
         if child is None:  # labels() costs a lock and a lookup; each series is resolved once
             child = self._duration_children[(point, code)] = \
                 metrics.framework_extension_point_duration.labels(point, code, self.profile_name)
         child.observe(time.perf_counter() - start)
+
+
+def _score_array(raw: Any) -> np.ndarray:
+    """Scores as an int64 array; anything else (huge ints, floats) as exact Python ints, which
+    the range check then rejects or passes as upstream's int64 check would."""
+    try:
+        values = np.asarray(raw)
+    except OverflowError:
+        values = None
+    if values is None or values.dtype.kind not in "iu":
+        values = np.asarray([int(v) for v in raw], dtype=object)
+    return values
 
 
 class ScoreError(RuntimeError):

@@ -28,6 +28,7 @@ from kubesched.plugins.helper import (
     args_dict,
     check_known_fields,
     default_normalize_score,
+    default_normalize_values,
     dict_arg,
 )
 
@@ -151,3 +152,7 @@ class NodeAffinity:
 
     def normalize_score(self, state, pod: PodInfo, scores: list[NodeScore]) -> None:
         default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    def normalize_scores(self, state, pod: PodInfo, scores: list[int]) -> list[int]:
+        """normalize_score on plain ints, for the runtime's batch path."""
+        return default_normalize_values(MAX_NODE_SCORE, False, scores)

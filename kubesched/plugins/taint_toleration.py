@@ -24,6 +24,7 @@ from kubesched.plugins.helper import (
     DO_NOT_SCHEDULE_EFFECTS,
     PREFER_NO_SCHEDULE,
     default_normalize_score,
+    default_normalize_values,
     tolerations_tolerate_taint,
 )
 
@@ -93,3 +94,7 @@ class TaintToleration:
 
     def normalize_score(self, state, pod: PodInfo, scores: list[NodeScore]) -> None:
         default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    def normalize_scores(self, state, pod: PodInfo, scores: list[int]) -> list[int]:
+        """normalize_score on plain ints, for the runtime's batch path."""
+        return default_normalize_values(MAX_NODE_SCORE, True, scores)

@@ -26,6 +26,8 @@ def batch_score_results(plugin, pod, nodes):
             return None
     raw = plugin.score_nodes(state, pod, nodes)
     assert all(type(v) is int for v in raw), "score_nodes must return Python ints"
+    if hasattr(plugin, "normalize_scores"):  # the runtime's batch normalisation
+        return plugin.normalize_scores(state, pod, raw)
     scores = [NodeScore(n.name, v) for n, v in zip(nodes, raw)]
     if hasattr(plugin, "normalize_score"):
         plugin.normalize_score(state, pod, scores)
