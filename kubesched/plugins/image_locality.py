@@ -7,6 +7,7 @@ image does not pull every pod to the same nodes. The sum is clamped between 23 M
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from kubesched.framework.interface import MAX_NODE_SCORE
@@ -44,6 +45,9 @@ def calculate_priority(sum_scores: int, image_count: int) -> int:
     elif sum_scores > max_threshold:
         sum_scores = max_threshold
     return MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+_IMAGE_STATES_OF = operator.attrgetter("image_states")
 
 
 class ImageLocality:
@@ -85,6 +89,8 @@ class ImageLocality:
 
     def score_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:
         names, count, zero = self._images(state, pod)
+        if not any(map(_IMAGE_STATES_OF, nodes)):  # hot path: a C-level scan when no node reports images
+            return [zero] * len(nodes)
         total_nodes = self.handle.snapshot().num_nodes()
         return [calculate_priority(self._sum(n, names, total_nodes), count) if n.image_states else zero
                 for n in nodes]

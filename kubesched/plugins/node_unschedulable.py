@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
@@ -11,6 +12,9 @@ from kubesched.plugins.helper import NO_SCHEDULE, tolerations_tolerate_taint
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 _UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", NO_SCHEDULE)
+
+
+_UNSCHEDULABLE_OF = operator.attrgetter("unschedulable")
 
 
 class NodeUnschedulable:
@@ -41,5 +45,8 @@ class NodeUnschedulable:
     def filter_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
         if tolerations_tolerate_taint(pod.tolerations, _UNSCHEDULABLE_TAINT):
             return [None] * len(nodes)
+        flags = list(map(_UNSCHEDULABLE_OF, nodes))
+        if not any(flags):  # hot path: C-level scans when no candidate is cordoned
+            return [None] * len(nodes)
         rejected = self._rejected
-        return [rejected if n.unschedulable else None for n in nodes]
+        return [rejected if flag else None for flag in flags]
