@@ -14,6 +14,7 @@ and the caller takes its per-node path.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,9 @@ from kubesched.framework.types import NodeInfo
 
 # Below 2**53 an int64 converts to float64 exactly, and times 100 it stays far from overflow.
 EXACT_LIMIT = 1 << 53
+
+_INDEX_OF = operator.attrgetter("index")
+_GENERATION_OF = operator.attrgetter("generation")
 
 # Column name -> how it is read from a NodeInfo.
 FIELDS = ("alloc_cpu", "alloc_mem", "alloc_eph", "alloc_pods", "req_cpu", "req_mem", "req_eph",
@@ -68,17 +72,21 @@ class NodeColumns:
     def rows(self, nodes: list[NodeInfo]) -> np.ndarray | None:
         """The row index of each node, after refreshing stale rows; None when a node is not
         the snapshot's current NodeInfo or its values are out of the exact range."""
-        # hot path: one identity and one generation check per node
-        sources, generations, current = self.sources, self.generations, self.nodes
+        # hot path: C-level maps compare each node with its row's source and generation
+        index = list(map(_INDEX_OF, nodes))
         try:
-            index = [n.index for n in nodes]
-            stale = [(i, n) for i, n in zip(index, nodes) if sources[i] is not n or generations[i] != n.generation]
+            fresh = (list(map(self.sources.__getitem__, index)) == nodes
+                     and list(map(self.generations.__getitem__, index)) == list(map(_GENERATION_OF, nodes)))
         except (IndexError, TypeError):
             return None
-        for i, node in stale:
-            if i < 0 or current[i] is not node:
-                return None  # a clone (preemption, nominated pods) or another snapshot's node
-            self._read(i, node)
+        if not fresh:
+            current, sources, generations = self.nodes, self.sources, self.generations
+            for i, node in zip(index, nodes):
+                if sources[i] is node and generations[i] == node.generation:
+                    continue
+                if i < 0 or current[i] is not node:
+                    return None  # a clone (preemption, nominated pods) or another snapshot's node
+                self._read(i, node)
         if self.inexact and not self.inexact.isdisjoint(index):
             return None
         return np.fromiter(index, dtype=np.int64, count=len(index))

@@ -542,15 +542,14 @@ class Framework:
 
 
 def _score_array(raw: Any) -> np.ndarray:
-    """Scores as an int64 array; anything else (huge ints, floats) as exact Python ints, which
-    the range check then rejects or passes as upstream's int64 check would."""
+    """Scores (ints, as upstream's int64) as an int64 array; ints beyond int64 as exact Python
+    ints, which the range check then rejects."""
+    if isinstance(raw, np.ndarray) and raw.dtype.kind in "iu":
+        return raw
     try:
-        values = np.asarray(raw)
+        return np.fromiter(raw, dtype=np.int64, count=len(raw))
     except OverflowError:
-        values = None
-    if values is None or values.dtype.kind not in "iu":
-        values = np.asarray([int(v) for v in raw], dtype=object)
-    return values
+        return np.asarray([int(v) for v in raw], dtype=object)
 
 
 class ScoreError(RuntimeError):

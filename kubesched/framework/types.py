@@ -415,7 +415,7 @@ class NodeInfo:
         return True
 
     def clone(self) -> "NodeInfo":
-        c = NodeInfo()
+        c = NodeInfo.__new__(NodeInfo)  # hot path: every slot is set below, no defaults to build
         c.raw = self.raw
         c.name = self.name
         c.labels = self.labels
