@@ -50,6 +50,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workdir", default=WORKDIR, help="scheduler configs and logs (default: %(default)s)")
     parser.add_argument("--run-timeout", type=float, default=600, metavar="SECONDS",
                         help="longest a single backlog run may take (default: %(default)s)")
+    parser.add_argument("--stop-after", type=float, metavar="MINUTES",
+                        help="start no new run after this many minutes; what was measured is kept")
     parser.add_argument("--profile", action="store_true",
                         help="sample kubesched with py-spy during its runs and write where its time goes to "
                              "bench/results/profile-<workload>.txt; profiled runs are not recorded")
@@ -69,6 +71,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(str(err))
     if args.run_timeout <= 0:
         parser.error("--run-timeout must be a positive number of seconds")
+    if args.stop_after is not None and args.stop_after <= 0:
+        parser.error("--stop-after must be a positive number of minutes")
     return args
 
 
@@ -119,14 +123,27 @@ def main(argv: list[str] | None = None) -> int:
     context = RunContext(cluster, NAMESPACE, args.workdir, cluster and NodeSet(cluster), progress,
                          args.run_timeout, lab)
     records: list[dict] = []
+    failures: list[str] = []
     started = time.monotonic()
     try:
         for index, (workload, scheduler, profile) in enumerate(runs, 1):
             label = f"[{index}/{len(runs)}] {workload.name} {scheduler} {profile}"
+            if args.stop_after and time.monotonic() - started > args.stop_after * 60:
+                progress.log(f"bench: --stop-after {args.stop_after:g} minutes reached; "
+                             f"{len(runs) - index + 1} runs not started")
+                break
             if args.profile and scheduler == "kubesched":
                 profile_run(context, workload, profile, label, os.path.dirname(os.path.abspath(args.results)))
                 continue
-            records.append(run_one(context, workload, scheduler, profile, label))
+            try:
+                records.append(run_one(context, workload, scheduler, profile, label))
+            except Exception as err:  # noqa: BLE001 - reported below; the remaining runs go on
+                # One broken run (a scheduler that never starts, an API server that will not
+                # come back) is reported and the rest still run, from a freshly built state.
+                failures.append(f"{workload.name} {scheduler} {profile}: {err}")
+                progress.log(f"{label}: FAILED: {err!r}")
+                context.saved_workload = None
+                continue
             # Results are saved after every run, so an interrupted bench keeps what it measured.
             merge_results(args.results, records)
     except KeyboardInterrupt:
@@ -148,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     for record in incomplete:
         progress.log(f"bench: incomplete: {record['workload']} {record['scheduler']} {record['qps_profile']}: "
                      f"{record.get('failure', '')}")
-    return 1 if incomplete else 0
+    for failure in failures:
+        progress.log(f"bench: failed: {failure}")
+    return 1 if incomplete or failures else 0
 
 
 if __name__ == "__main__":

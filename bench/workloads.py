@@ -128,17 +128,18 @@ def _high_priority_pod(index: int, scheduler_name: str) -> dict:
 
 
 WORKLOADS: tuple[Workload, ...] = (
-    # Ordered so consecutive workloads share node sets: nodes are only recreated on change.
+    # The headline figures first, so a time-boxed run (--stop-after) measures what matters most.
     Workload("Smoke/20Nodes", _plain_nodes(20), 50, _measured(), qps_profiles=("default", "unthrottled"),
              smoke=True, description="a tiny run that checks the harness works (make test)"),
     Workload("SchedulingBasic/500Nodes", _plain_nodes(500), 1000, _measured(),
              qps_profiles=("default", "unthrottled"), quick=True,
              description="pod-default pods (100m cpu, 500Mi) on plain nodes"),
+    Workload("SchedulingBasic/5000Nodes", _plain_nodes(5000), 10000, _measured(),
+             description="pod-default pods on plain nodes, the headline figure"),
+    Workload("SchedulingNodeAffinity/5000Nodes", _plain_nodes(5000), 5000, _measured(affinity=_NODE_AFFINITY),
+             description="required node affinity zone In [zone-0, zone-1]: two thirds of nodes feasible"),
     Workload("SteadyArrival/500Nodes", _plain_nodes(500), 3000, _measured(), mode="steady", rate_per_s=100,
              description="pod-default pods created at 100/s while the scheduler runs; latency from creation"),
-    Workload("Preemption/500Nodes", _plain_nodes(500), 500, _high_priority_pod, init_pods=2000,
-             init_pod=_low_priority_init_pod, priority_classes=(HIGH_PRIORITY_CLASS,),
-             description="2,000 bound low-priority 900m pods fill the nodes; 3-cpu priority-10 pods preempt"),
     Workload("SchedulingPodAntiAffinity/1000Nodes", _plain_nodes(1000), 1000,
              _measured(labels={"color": "green"}, affinity=_POD_ANTI_AFFINITY),
              description="required pod anti-affinity on kubernetes.io/hostname: one pod per node"),
@@ -149,10 +150,9 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("TaintsTolerations/1000Nodes", _TAINTED_NODES, 2000, _tolerating_pod,
              description="60% of nodes tainted (NoSchedule gpu/team, PreferNoSchedule spot); "
                          "pods without, with one, and with wildcard tolerations"),
-    Workload("SchedulingBasic/5000Nodes", _plain_nodes(5000), 10000, _measured(),
-             description="pod-default pods on plain nodes, the headline figure"),
-    Workload("SchedulingNodeAffinity/5000Nodes", _plain_nodes(5000), 5000, _measured(affinity=_NODE_AFFINITY),
-             description="required node affinity zone In [zone-0, zone-1]: two thirds of nodes feasible"),
+    Workload("Preemption/500Nodes", _plain_nodes(500), 500, _high_priority_pod, init_pods=2000,
+             init_pod=_low_priority_init_pod, priority_classes=(HIGH_PRIORITY_CLASS,),
+             description="2,000 bound low-priority 900m pods fill the nodes; 3-cpu priority-10 pods preempt"),
 )
 
 
