@@ -12,7 +12,7 @@ from bench.cluster import ROOT, Cluster, DedicatedLab, NodeSet, remove_cluster_o
 from bench.profile import summarise
 from bench.report import merge_results, write_docs, write_plot
 from bench.runner import Progress, RunContext, format_record, run_one
-from bench.schedulers import QPS_PROFILES, SCHEDULER_NAMES, available
+from bench.schedulers import QPS_PROFILES, SCHEDULER_NAMES, available, pin_kubesched
 from bench.workloads import WORKLOADS, select
 
 NAMESPACE = "kubesched-bench"
@@ -50,6 +50,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workdir", default=WORKDIR, help="scheduler configs and logs (default: %(default)s)")
     parser.add_argument("--run-timeout", type=float, default=600, metavar="SECONDS",
                         help="longest a single backlog run may take (default: %(default)s)")
+    parser.add_argument("--pin-kubesched", action="store_true",
+                        help="run kubesched as committed at HEAD (a copy in WORKDIR) instead of the working "
+                             "tree, so edits made while the benchmark runs do not mix versions")
     parser.add_argument("--stop-after", type=float, metavar="MINUTES",
                         help="start no new run after this many minutes; what was measured is kept")
     parser.add_argument("--profile", action="store_true",
@@ -122,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         progress.log(f"bench: the runs use their own etcd + kube-apiserver (lab/lab.sh, data in {lab.dir})")
     context = RunContext(cluster, NAMESPACE, args.workdir, cluster and NodeSet(cluster), progress,
                          args.run_timeout, lab)
+    if args.pin_kubesched and "kubesched" in args.scheduler:
+        context.kubesched_source = pin_kubesched(args.workdir)
+        progress.log(f"bench: kubesched runs from {context.kubesched_source}")
     records: list[dict] = []
     failures: list[str] = []
     started = time.monotonic()

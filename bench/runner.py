@@ -74,6 +74,7 @@ class RunContext:
     run_timeout_s: float
     lab: DedicatedLab | None = None
     saved_workload: str | None = None
+    kubesched_source: str | None = None  # set by --pin-kubesched
 
     def _reconnect(self) -> None:
         self.cluster = Cluster(self.lab.kubeconfig)
@@ -118,9 +119,15 @@ class RunContext:
             self.nodes.current = workload.nodes
 
 
-def git_commit() -> str:
-    result = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
-    return result.stdout.strip() or "unknown"
+def git_commit(pinned: bool) -> str:
+    """HEAD, marked +dirty when the measured code (kubesched/, bench/) has uncommitted
+    changes and kubesched runs from the working tree."""
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    commit = head.stdout.strip() or "unknown"
+    paths = ["bench"] if pinned else ["kubesched", "bench"]
+    status = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", *paths],
+                            capture_output=True, text=True)
+    return commit + ("+dirty" if status.stdout.strip() else "")
 
 
 def run_timeout(workload: Workload, cap_s: float) -> float:
@@ -182,7 +189,7 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
     watcher.start()
     log_path = os.path.join(ctx.workdir, f"{scheduler}.log")
     running = RunningScheduler(scheduler, command_line(scheduler, ctx.cluster, ctx.workdir, scheduler_name,
-                                                        qps, burst), log_path)
+                                                        qps, burst, ctx.kubesched_source), log_path)
     sampler = Sampler(running.process.pid, profile_output) if profile_output else None
     created_at: dict[str, float] = {}
     stop_arrivals = threading.Event()
@@ -224,13 +231,14 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
         watcher.stop()
         if sampler:
             sampler.finish()
-    record = summarise(workload, scheduler, qps_profile, running, watcher.bound_at, created_at, failure)
+    record = summarise(workload, scheduler, qps_profile, running, watcher.bound_at, created_at, failure,
+                       git_commit(pinned=ctx.kubesched_source is not None))
     ctx.progress.log(f"{label}: {format_record(record)}")
     return record
 
 
 def summarise(workload: Workload, scheduler: str, qps_profile: str, running: RunningScheduler,
-              bound_at: dict[str, float], created_at: dict[str, float], failure: str) -> dict:
+              bound_at: dict[str, float], created_at: dict[str, float], failure: str, commit: str) -> dict:
     qps, burst = QPS_PROFILES[qps_profile]
     bound_times = sorted(bound_at.values())
     if workload.mode == "steady":
@@ -264,7 +272,7 @@ def summarise(workload: Workload, scheduler: str, qps_profile: str, running: Run
         "makespan_s": round(bound_times[-1] - running.started, 2) if bound_times else None,
         "cpu_s": round(running.stats.cpu_s, 2),
         "peak_rss_mb": round(running.stats.peak_rss_mb, 1),
-        "commit": git_commit(),
+        "commit": commit,
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     if workload.mode == "steady":

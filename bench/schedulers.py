@@ -21,6 +21,7 @@ KUBE_SCHEDULER = os.path.join(CACHE_DIR, K8S_VERSION, "bin", "kube-scheduler")
 RAW_BINDER_SOURCE = os.path.join(ROOT, "bench", "rawbinder")
 RAW_BINDER = os.path.join(CACHE_DIR, "bench", "rawbinder")
 KUBESCHED = os.path.join(ROOT, ".venv", "bin", "kubesched")
+VENV_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
 
 # clientConnection settings: kube-scheduler's defaults, and high enough to never throttle.
 QPS_PROFILES = {"default": (50, 100), "unthrottled": (5000, 5000)}
@@ -67,9 +68,23 @@ def build_raw_binder() -> str:
     return RAW_BINDER
 
 
+def pin_kubesched(workdir: str) -> str:
+    """A copy of kubesched as committed at HEAD, so a long benchmark measures one version
+    even while the working tree changes; returns the directory to import it from."""
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    source = os.path.join(workdir, f"kubesched-{commit}")
+    if not os.path.isdir(os.path.join(source, "kubesched")):
+        os.makedirs(source, exist_ok=True)
+        archive = subprocess.run(["git", "-C", ROOT, "archive", "HEAD", "kubesched"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", source], input=archive.stdout, check=True)
+    return source
+
+
 def command_line(scheduler: str, cluster: Cluster, workdir: str, scheduler_name: str,
-                 qps: int, burst: int) -> list[str]:
-    """The command that starts one scheduler for one run; config files go to workdir."""
+                 qps: int, burst: int, kubesched_source: str | None = None) -> list[str]:
+    """The command that starts one scheduler for one run; config files go to workdir.
+    kubesched_source: a directory to import kubesched from instead of the working tree."""
     if scheduler == "raw-binder":
         command = [build_raw_binder(), "-server", cluster.server, "-scheduler-name", scheduler_name,
                    "-node-selector", f"{BENCH_LABEL}=true", "-qps", str(qps), "-burst", str(burst)]
@@ -96,7 +111,12 @@ def command_line(scheduler: str, cluster: Cluster, workdir: str, scheduler_name:
     if scheduler == "kubesched":
         if not os.path.exists(KUBESCHED):
             raise RuntimeError(f"{KUBESCHED} is missing; run 'make setup' to install kubesched into .venv")
-        return [KUBESCHED, "--config", config_path, "--secure-port", port, "--bind-address", "127.0.0.1"]
+        arguments = ["--config", config_path, "--secure-port", port, "--bind-address", "127.0.0.1"]
+        if kubesched_source:
+            launcher = (f"import sys; sys.path.insert(0, {kubesched_source!r}); "
+                        "from kubesched.cli import main; sys.exit(main(sys.argv[1:]))")
+            return [VENV_PYTHON, "-c", launcher, *arguments]
+        return [KUBESCHED, *arguments]
     raise ValueError(f"unknown scheduler {scheduler!r}; choose from {', '.join(SCHEDULER_NAMES)}")
 
 
