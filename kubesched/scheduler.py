@@ -465,8 +465,10 @@ class Scheduler:
                 if len(chunk) < size:  # wrapped around the end of the node list
                     chunk += nodes[:size - len(chunk)]
                 position += size
-                for node, status in self._filter_chunk(fwk, state, pod, chunk, plugins, feasible):
-                    statuses[node.name] = status
+                rejected = self._filter_chunk(fwk, state, pod, chunk, plugins, feasible)
+                statuses.update((node.name, status) for node, status in rejected)
+                # Rejections share a few Status instances; each counts once in the diagnosis.
+                for status in {id(status): status for _unused, status in rejected}.values():
                     diagnosis.add_plugin_status(status)
             return feasible
         except Exception:

@@ -7,7 +7,9 @@ event recorder and the helpers preemption needs.
 
 from __future__ import annotations
 
+import operator
 import time
+from itertools import compress, repeat
 from typing import Any, Callable
 
 import numpy as np
@@ -286,15 +288,22 @@ class Framework:
                 raise FilterError(f'running "{plugin.name}" filter plugin: {err}') from err
             if results.count(None) == len(results):
                 continue  # hot path: the plugin passed every node
-            keep = []
-            for node, status in zip(candidates, results):
-                if status is None or status.code == Code.SUCCESS:
-                    keep.append(node)
+            # Statuses are mostly a few shared instances: each distinct one is checked once.
+            failed = [(node, status) for node, status in zip(candidates, results) if status is not None]
+            distinct = {id(status): status for _unused, status in failed}.values()
+            if any(status.code == Code.SUCCESS for status in distinct):
+                failed = [(node, status) for node, status in failed if status.code != Code.SUCCESS]
+                refused = {id(node) for node, _unused in failed}
+                keep = [node for node in candidates if id(node) not in refused]
+            else:
+                keep = list(compress(candidates, map(operator.is_, results, repeat(None))))
+            for status in distinct:
+                if status.code == Code.SUCCESS:
                     continue
                 if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING):
                     raise FilterError(f'running "{plugin.name}" filter plugin: {status.message()}')
                 status.plugin = plugin.name
-                rejected.append((node, status))
+            rejected.extend(failed)
             candidates = keep
         return candidates, rejected
 
