@@ -76,19 +76,19 @@ def _unreachable_kubeconfig(lab: PrivateLab, directory: Path) -> str:
 
 
 class PortHolder:
-    """Listens on addr:port on the host network, so a master's service cannot bind it."""
+    """Holds addr:port on the host network, so a master's service cannot bind it. Bound but
+    not listening: a health probe there is refused at once instead of hanging on a silent
+    listener for its whole timeout."""
 
     def __init__(self, addresses: list[str]):
         self.sockets = []
-        probe = socket.socket()
-        probe.bind((addresses[0], 0))
-        self.port = probe.getsockname()[1]
-        self.sockets.append(probe)
-        probe.listen(1)
+        first = socket.socket()
+        first.bind((addresses[0], 0))
+        self.port = first.getsockname()[1]
+        self.sockets.append(first)
         for addr in addresses[1:]:
             sock = socket.socket()
             sock.bind((addr, self.port))
-            sock.listen(1)
             self.sockets.append(sock)
 
     def close(self) -> None:
