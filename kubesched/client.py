@@ -9,7 +9,6 @@ sized for concurrent binds.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import socket
 import ssl
@@ -22,6 +21,8 @@ from urllib.parse import urlencode
 
 import urllib3
 import yaml
+
+from kubesched import jsoncodec
 
 # Above this rate a bucket would only add overhead; client-go treats qps<=0 as unthrottled too.
 UNTHROTTLED_QPS = 10_000
@@ -204,14 +205,14 @@ class ApiClient:
         headers = dict(self.headers)
         data = None
         if body is not None:
-            data = json.dumps(body).encode()
+            data = jsoncodec.dumps(body)
             headers["Content-Type"] = content_type
         resp = self.pool.request(method, url, body=data, headers=headers,
                                  timeout=self._timeout if timeout is None else urllib3.Timeout(connect=5.0, read=timeout))
         payload = resp.data
         if resp.status >= 300:
             raise _api_error(resp.status, payload)
-        return json.loads(payload) if payload else {}
+        return jsoncodec.loads(payload) if payload else {}
 
     def get(self, path: str, params: dict | None = None) -> dict:
         return self.request("GET", path, params=params)
@@ -261,14 +262,16 @@ class ApiClient:
                 if not chunk:
                     break
                 buffer += chunk
-                while True:
-                    newline = buffer.find(b"\n")
-                    if newline < 0:
-                        break
-                    line, buffer = buffer[:newline], buffer[newline + 1:]
+                if b"\n" not in chunk:
+                    continue
+                # One split per chunk: slicing one line at a time copied the rest of the
+                # buffer for every event.
+                lines = buffer.split(b"\n")
+                buffer = lines.pop()
+                for line in lines:
                     if not line.strip():
                         continue
-                    event = json.loads(line)
+                    event = jsoncodec.loads(line)
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}
                         if status.get("code") == 410:
@@ -327,7 +330,7 @@ class ApiClient:
 
 def _api_error(status: int, payload: bytes) -> ApiError:
     try:
-        body = json.loads(payload)
+        body = jsoncodec.loads(payload)
     except ValueError:
         body = {}
     if not isinstance(body, dict):
