@@ -102,5 +102,26 @@ def node_columns(handle: Any) -> NodeColumns | None:
     return columns_of() if columns_of is not None else None
 
 
+_ROWS_KEY = "kubesched/NodeColumnsRows"
+
+
+def columns_and_rows(handle: Any, state: Any, nodes: list[NodeInfo]) -> tuple[NodeColumns, np.ndarray] | None:
+    """The handle's snapshot columns and the rows of nodes, or None (take the per-node path).
+
+    Remembered in the cycle state for the last node list asked about: the score plugins of
+    a cycle all get the same list of feasible nodes, and the snapshot does not change
+    within a cycle.
+    """
+    cached = state.get(_ROWS_KEY) if state is not None else None
+    if cached is not None and cached[0] is nodes and cached[1] == len(nodes):
+        return cached[2]
+    columns = node_columns(handle)
+    rows = columns.rows(nodes) if columns is not None else None
+    found = (columns, rows) if rows is not None else None
+    if state is not None:
+        state.write(_ROWS_KEY, (nodes, len(nodes), found))
+    return found
+
+
 def within_exact_range(*values: int) -> bool:
     return all(-EXACT_LIMIT < v < EXACT_LIMIT for v in values)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.framework.columns import node_columns, within_exact_range
+from kubesched.framework.columns import columns_and_rows, within_exact_range
 from kubesched.framework.interface import Code, PluginArgsError, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper import args_dict, check_known_fields, list_arg, resource_specs
@@ -66,8 +66,7 @@ class NodeResourcesBalancedAllocation:
         if pod_requests is None or not self._fast_cpu_memory:
             return [self.score(state, pod, n) for n in nodes]
         cpu, mem = pod_requests
-        columns = node_columns(self.handle) if within_exact_range(cpu, mem) else None
-        rows = columns.rows(nodes) if columns is not None else None
-        if rows is not None:  # hot path: one array expression over the snapshot's columns
-            return balanced_scores_cpu_memory(columns, rows, cpu, mem).tolist()
+        found = columns_and_rows(self.handle, state, nodes) if within_exact_range(cpu, mem) else None
+        if found is not None:  # hot path: one array expression over the snapshot's columns
+            return balanced_scores_cpu_memory(*found, cpu, mem).tolist()
         return [balanced_score_cpu_memory(n, cpu, mem) for n in nodes]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.framework.columns import node_columns, within_exact_range
+from kubesched.framework.columns import columns_and_rows, within_exact_range
 from kubesched.framework.interface import (
     ActionType,
     ClusterEvent,
@@ -168,9 +168,9 @@ class NodeResourcesFit:
         request = state.get(PRE_FILTER_STATE_KEY) or pod.requests
         cpu, mem, eph = request.milli_cpu, request.memory, request.ephemeral_storage
         plain = not request.scalar
-        columns = node_columns(self.handle) if plain and within_exact_range(cpu, mem, eph) else None
-        rows = columns.rows(nodes) if columns is not None else None
-        if rows is not None:  # hot path: the fast check as one array expression
+        found = columns_and_rows(self.handle, state, nodes) if plain and within_exact_range(cpu, mem, eph) else None
+        if found is not None:  # hot path: the fast check as one array expression
+            columns, rows = found
             fits = ((columns.pod_count[rows] < columns.alloc_pods[rows])
                     & (cpu <= columns.alloc_cpu[rows] - columns.req_cpu[rows])
                     & (mem <= columns.alloc_mem[rows] - columns.req_mem[rows])
@@ -217,10 +217,9 @@ class NodeResourcesFit:
             cpu, mem = pod_requests
             w_cpu, w_mem = self.resources[0][1], self.resources[1][1]
             most = self.strategy == MOST_ALLOCATED
-            columns = node_columns(self.handle) if within_exact_range(cpu, mem) else None
-            rows = columns.rows(nodes) if columns is not None else None
-            if rows is not None:  # hot path: one array expression over the snapshot's columns
-                return allocated_scores_cpu_memory(columns, rows, cpu, mem, w_cpu, w_mem, most).tolist()
+            found = columns_and_rows(self.handle, state, nodes) if within_exact_range(cpu, mem) else None
+            if found is not None:  # hot path: one array expression over the snapshot's columns
+                return allocated_scores_cpu_memory(*found, cpu, mem, w_cpu, w_mem, most).tolist()
             return [allocated_score_cpu_memory(n, cpu, mem, w_cpu, w_mem, most) for n in nodes]
         resources, scorer = self.resources, self.scorer
         return [scorer(*node_allocatable_request(n, resources, pod_requests, False)) for n in nodes]
