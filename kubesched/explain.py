@@ -77,4 +77,3 @@ def explain_pod(cfg: KubeSchedulerConfiguration, client: ApiClient, pod_ref: str
     out.append("\nScores of feasible nodes (weighted; highest wins, ties broken at random):\n")
     out.append(_table(["NODE", "TOTAL", *plugins], score_rows))
     return "".join(out)
-

@@ -165,7 +165,7 @@ def _make_handler(server: HealthServer):
             self.wfile.write(body)
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            path, _, query = self.path.partition("?")
+            path, _unused, query = self.path.partition("?")
             verbose = "verbose" in query
             if path in ("/healthz", "/livez"):
                 code, text = server.check(server.livez_checks, verbose)

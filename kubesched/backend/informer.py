@@ -135,7 +135,6 @@ class Informer:
             if rv:
                 self.resource_version = rv
 
-
     def _store(self, key: str, obj: dict, old: dict | None) -> None:
         """Keep obj and report it as an add, or an update of old (unless unchanged)."""
         self.store[key] = obj

@@ -299,7 +299,7 @@ def _validate(cfg: KubeSchedulerConfiguration, raw: dict) -> None:
         raise ConfigError("clientConnection.burst", f"must not be negative, got {cc.burst}")
     if raw.get("extenders"):
         _validate_extenders(raw["extenders"])
-    registry, _ = _plugin_registry()
+    registry, _unused = _plugin_registry()
     seen: dict[str, int] = {}
     for i, profile in enumerate(cfg.profiles):
         raw_profile = (raw.get("profiles") or [{}])[i] if raw.get("profiles") else {}
@@ -379,7 +379,7 @@ def _parse(raw: Any, source: str) -> KubeSchedulerConfiguration:
     for key, attr in (("kubeconfig", "kubeconfig"), ("qps", "qps"), ("burst", "burst"),
                       ("contentType", "content_type"), ("acceptContentTypes", "accept_content_types")):
         _set(cc_raw, key, cfg.client_connection, attr)
-    _, default_plugins = _plugin_registry()
+    _unused, default_plugins = _plugin_registry()
     raw_profiles = raw.get("profiles") or [{}]
     cfg.profiles = [_profile(p or {}, i, default_plugins) for i, p in enumerate(raw_profiles)]
     _validate(cfg, raw)

@@ -81,12 +81,12 @@ class KubeschedProcess:
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """The value of one series from /metrics, or None when absent."""
-        _, text = self.get("/metrics")
+        _unused, text = self.get("/metrics")
         want = labels or {}
         for line in text.splitlines():
             if not line.startswith(name) or line.startswith("#"):
                 continue
-            series, _, value = line.rpartition(" ")
+            series, _unused, value = line.rpartition(" ")
             if series.split("{", 1)[0] != name:
                 continue
             found = dict(part.split("=", 1) for part in series[len(name):].strip("{}").split(",") if "=" in part)

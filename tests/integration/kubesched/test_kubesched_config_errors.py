@@ -63,10 +63,10 @@ def test_bad_config_exits_with_one_clear_line(case, kubesched_cli, tmp_path, unr
 def test_unreadable_kubeconfig(kubesched_cli, tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({**BASE, "clientConnection": {"kubeconfig": str(tmp_path / "nope")}}))
-    code, _, err = kubesched_cli("--config", str(path), timeout=20)
+    code, _unused, err = kubesched_cli("--config", str(path), timeout=20)
     assert code != 0
     assert "clientConnection.kubeconfig: cannot read kubeconfig" in one_line(err)
-    code, _, err = kubesched_cli("validate-config", str(path))
+    code, _unused, err = kubesched_cli("validate-config", str(path))
     assert code != 0 and "clientConnection.kubeconfig" in one_line(err)
 
 
@@ -79,7 +79,7 @@ def test_unreadable_or_malformed_file(kubesched_cli, tmp_path, content, expected
     path = tmp_path / "c.yaml"
     if content is not None:
         path.write_text(content)
-    code, _, err = kubesched_cli("--config", str(path), timeout=20)
+    code, _unused, err = kubesched_cli("--config", str(path), timeout=20)
     assert code != 0 and expected in one_line(err)
 
 

@@ -14,7 +14,7 @@ ACQUIRED = '"successfully acquired lease"'
 
 
 def test_one_leader_schedules_and_sigterm_hands_over_within_a_retry_period(run_kubesched, nodes, core_v1,
-                                                                            api_client, namespace):
+                                                                           api_client, namespace):
     settle_taints(core_v1, nodes(2))
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     config = {"profiles": [{"schedulerName": name}],

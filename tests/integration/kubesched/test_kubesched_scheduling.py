@@ -50,7 +50,7 @@ def test_s1_pending_pod_is_bound_and_the_event_says_so(run_kubesched, nodes, cor
 
 
 def test_s2_not_ready_taint_then_removing_it_schedules_without_restart(run_kubesched, nodes, core_v1, api_client,
-                                                                        namespace, scheduler_name):
+                                                                       namespace, scheduler_name):
     [node] = settle_taints(core_v1, nodes(1), [NOT_READY])
     sched = run_kubesched({"profiles": [{"schedulerName": scheduler_name}]})
     create_pod(core_v1, namespace, "waiting", schedulerName=scheduler_name)

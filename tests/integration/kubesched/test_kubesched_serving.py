@@ -23,7 +23,7 @@ def test_health_and_metrics_endpoints(run_kubesched, nodes, core_v1, namespace):
     wait_for(lambda: node_of(core_v1, namespace, "m"), 15, what="m bound")
     wait_for(lambda: sched.metric("scheduler_schedule_attempts_total", {"result": "scheduled", "profile": name}),
              5, what="the scheduled attempt metric")
-    _, text = sched.get("/metrics")
+    _unused, text = sched.get("/metrics")
     for metric in ("scheduler_pending_pods{queue=\"active\"}", "scheduler_scheduling_attempt_duration_seconds_bucket",
                    "scheduler_pod_scheduling_sli_duration_seconds_bucket",
                    "scheduler_framework_extension_point_duration_seconds_bucket", "scheduler_queue_incoming_pods_total",
@@ -47,7 +47,7 @@ def test_metrics_need_a_client_certificate_signed_by_the_client_ca(run_kubesched
 
 def test_explain_shows_every_node_and_the_scores(kubesched_cli, nodes, core_v1, namespace, tmp_path, lab_kubeconfig):
     tainted = settle_taints(core_v1, nodes(1, prefix="ex-tainted-"), [{"key": "dedicated", "value": "db",
-                                                                          "effect": "NoSchedule"}])[0]
+                                                                       "effect": "NoSchedule"}])[0]
     small, big = settle_taints(core_v1, nodes(1, prefix="ex-small-", cpu="1") + nodes(1, prefix="ex-big-", cpu="8"))
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     core_v1.create_namespaced_pod(namespace, pod_manifest("pending", schedulerName=name, containers=[
@@ -67,7 +67,7 @@ def test_explain_shows_every_node_and_the_scores(kubesched_cli, nodes, core_v1, 
     assert "feasible" in rows[big]
     assert big in scores_table and "NodeResourcesFit" in scores_table
     assert small not in scores_table and tainted not in scores_table
-    code, _, err = kubesched_cli("explain", f"{namespace}/missing", "--config", str(config))
+    code, _unused, err = kubesched_cli("explain", f"{namespace}/missing", "--config", str(config))
     assert code != 0 and f"pod {namespace}/missing not found" in err
 
 

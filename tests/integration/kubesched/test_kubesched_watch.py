@@ -11,7 +11,7 @@ def config_via(proxy, name):
 
 
 def test_expired_watch_is_relisted_and_pods_created_meanwhile_are_scheduled(run_kubesched, api_proxy, nodes,
-                                                                             core_v1, namespace):
+                                                                            core_v1, namespace):
     settle_taints(core_v1, nodes(2))
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     sched = run_kubesched(config_via(api_proxy, name))

@@ -5,7 +5,7 @@ from kubesched_fakes import FAKE_DEFAULT_PLUGINS, FAKE_REGISTRY
 @pytest.fixture
 def fake_registry(monkeypatch):
     """Make the config loader and the scheduler use the fake plugins."""
-    import kubesched.config.load as load
+    from kubesched.config import load
 
     monkeypatch.setattr(load, "_plugin_registry", lambda: (FAKE_REGISTRY, FAKE_DEFAULT_PLUGINS))
     return FAKE_REGISTRY

@@ -26,7 +26,7 @@ def test_leader_election_flags_override_the_file(fake_registry):
 def test_validate_config_reports_one_line(tmp_path, capsys, fake_registry, monkeypatch):
     from kubesched_fakes import FAKE_REGISTRY
 
-    import kubesched.plugins.registry as registry
+    from kubesched.plugins import registry
 
     monkeypatch.setattr(registry, "REGISTRY", FAKE_REGISTRY)
     good = tmp_path / "good.yaml"

@@ -62,10 +62,10 @@ def test_token_bucket_allows_burst_then_paces_at_qps():
         now[0] += seconds
 
     bucket = TokenBucket(qps=10, burst=5, clock=lambda: now[0], sleep=sleep)
-    for _ in range(5):
+    for _unused in range(5):
         bucket.accept()
     assert slept == []
-    for _ in range(10):
+    for _unused in range(10):
         bucket.accept()
     assert sum(slept) == pytest.approx(1.0)
 
@@ -73,5 +73,5 @@ def test_token_bucket_allows_burst_then_paces_at_qps():
 @pytest.mark.parametrize("qps", [0, -1, 10_000, 50_000])
 def test_zero_or_huge_qps_is_unthrottled(qps):
     bucket = TokenBucket(qps=qps, burst=1, sleep=lambda s: pytest.fail("should not sleep"))
-    for _ in range(100):
+    for _unused in range(100):
         bucket.accept()

@@ -10,7 +10,7 @@ def test_event_object_and_series():
     broadcaster = EventBroadcaster(client, "host-1")
     recorder = broadcaster.recorder("my-scheduler")
     pod = pod_raw("web", uid="u-1")
-    for _ in range(3):
+    for _unused in range(3):
         broadcaster._send(recorder.controller, pod, "Warning", "FailedScheduling", "Scheduling", "0/1 nodes", 100.0)
     broadcaster._send(recorder.controller, pod, "Normal", "Scheduled", "Binding", "Successfully assigned", 101.0)
     created, patch1, patch2, scheduled = client.events

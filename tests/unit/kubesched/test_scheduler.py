@@ -25,7 +25,7 @@ def test_num_feasible_nodes_to_find_matches_upstream(nodes, percentage, expected
 def test_select_host_takes_the_best_and_breaks_ties_evenly():
     assert select_host(["a", "b", "c"], [1, 9, 3]) == "b"
     rng = random.Random(7)
-    picks = [select_host(["a", "b", "c", "d"], [5, 9, 9, 9], rng) for _ in range(3000)]
+    picks = [select_host(["a", "b", "c", "d"], [5, 9, 9, 9], rng) for _unused in range(3000)]
     assert "a" not in picks
     for name in "bcd":
         assert 850 < picks.count(name) < 1150
@@ -44,7 +44,7 @@ def make(profiles=None, nodes=(), pods=(), **cfg_fields):
 
 def drain(sched, limit=100):
     """Schedule until the active queue is empty; wait for the binds."""
-    for _ in range(limit):
+    for _unused in range(limit):
         p = sched.queue.pop(timeout=0)
         if p is None:
             break
@@ -67,7 +67,7 @@ def test_pod_is_bound_to_the_best_node_with_the_scheduled_event(fake_registry):
     sched, client = make(nodes=[node_raw("n1", labels={"score": "10"}), node_raw("n2", labels={"score": "90"})],
                          pods=[pod_raw("web")])
     drain(sched)
-    assert [(k, n) for k, n, _ in client.binds] == [("default/web", "n2")]
+    assert [(k, n) for k, n, _unused in client.binds] == [("default/web", "n2")]
     assert events(sched) == [("Normal", "Scheduled", "Successfully assigned default/web to n2")]
     assert sched.cache.is_assumed(client.binds[0][2])
     confirm_binds(sched, client)
@@ -83,7 +83,7 @@ def test_unschedulable_pod_gets_failed_scheduling_event_and_condition(fake_regis
     msg = ("0/3 nodes are available: 1 node(s) were broken, 2 node(s) had reject label. preemption: 0/3 nodes are "
            "available: 3 No preemption victims found for incoming pod.")
     assert events(sched) == [("Warning", "FailedScheduling", msg)]
-    [(key, _, patch)] = client.status_patches
+    [(key, _unused, patch)] = client.status_patches
     cond = patch["status"]["conditions"][0]
     assert (key, cond["type"], cond["status"], cond["reason"], cond["message"]) == \
         ("default/web", "PodScheduled", "False", "Unschedulable", msg)
@@ -103,7 +103,7 @@ def test_removing_the_rejection_reschedules_without_restart(fake_registry):
     sched.queue.flush_backoff_completed()
     sched.bind_pool = type(sched.bind_pool)(max_workers=2)
     drain(sched)
-    assert [(k, n) for k, n, _ in client.binds] == [("default/web", "n1")]
+    assert [(k, n) for k, n, _unused in client.binds] == [("default/web", "n1")]
 
 
 def test_failed_bind_is_forgotten_and_requeued(fake_registry):
@@ -121,7 +121,7 @@ def test_foreign_scheduler_name_is_never_touched(fake_registry):
     sched, client = make(profiles=[{"schedulerName": "mine"}], nodes=[node_raw("n1")],
                          pods=[pod_raw("theirs", scheduler="default-scheduler"), pod_raw("ours", scheduler="mine")])
     drain(sched)
-    assert [k for k, _, _ in client.binds] == ["default/ours"]
+    assert [k for k, _unused, _unused in client.binds] == ["default/ours"]
     assert all(e[2].endswith("ours to n1") for e in events(sched))
 
 
@@ -131,7 +131,7 @@ def test_several_profiles_in_one_process(fake_registry):
                          nodes=[node_raw("n1", labels={"reject": "yes"})],
                          pods=[pod_raw("pa", scheduler="a"), pod_raw("pb", scheduler="b")])
     drain(sched)
-    assert [k for k, _, _ in client.binds] == ["default/pb"]
+    assert [k for k, _unused, _unused in client.binds] == ["default/pb"]
 
 
 def test_terminating_and_already_bound_pods_are_skipped(fake_registry):

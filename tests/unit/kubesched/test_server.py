@@ -43,7 +43,7 @@ def test_readyz_follows_cache_sync_and_livez_the_watchdog(server):
 
 
 def test_metrics_and_unknown_paths(server):
-    srv, _ = server
+    srv, _unused = server
     code, text = get(srv.port, "/metrics")
     assert code == 200 and "scheduler_pending_pods" in text
     assert get(srv.port, "/nope")[0] == 404

@@ -46,7 +46,7 @@ def test_highest_priority_first_then_oldest(clock):
         q.add(pod(name, priority=prio))
         clock.now += 1
     q.add(pod("mid2", priority=10))
-    assert [q.pop(timeout=0).name for _ in range(4)] == ["high", "mid", "mid2", "low"]
+    assert [q.pop(timeout=0).name for _unused in range(4)] == ["high", "mid", "mid2", "low"]
     assert q.pop(timeout=0) is None
 
 

@@ -125,7 +125,7 @@ def test_prefilter_results_intersect_and_empty_intersection_rejects(fake_registr
     result, status, plugins = fwk.run_pre_filter_plugins(CycleState(), pod("p"), [])
     assert result.node_names == {"b"} and status is None and plugins == {"Restrict"}
     fwk.pre_filter_plugins = [_Restrict({"a"}), _Restrict({"c"})]
-    result, status, _ = fwk.run_pre_filter_plugins(CycleState(), pod("p"), [])
+    result, status, _unused = fwk.run_pre_filter_plugins(CycleState(), pod("p"), [])
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.message() == "node(s) didn't satisfy plugin(s) [Restrict Restrict] simultaneously"
 
@@ -133,7 +133,7 @@ def test_prefilter_results_intersect_and_empty_intersection_rejects(fake_registr
 def test_prefilter_unresolvable_stops_and_unschedulable_continues(fake_registry):
     fwk = framework()
     fwk.pre_filter_plugins = [_Reject(Code.UNSCHEDULABLE), _Restrict({"a"})]
-    result, status, _ = fwk.run_pre_filter_plugins(CycleState(), pod("p"), [])
+    result, status, _unused = fwk.run_pre_filter_plugins(CycleState(), pod("p"), [])
     assert status.code == Code.UNSCHEDULABLE and status.plugin == "Reject"
     fwk.pre_filter_plugins = [_Reject(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), _Restrict({"a"})]
     result, status, plugins = fwk.run_pre_filter_plugins(CycleState(), pod("p"), [])
