@@ -11,8 +11,8 @@ import time
 from bench.cluster import ROOT, Cluster, DedicatedLab, NodeSet, remove_cluster_objects
 from bench.profile import summarise
 from bench.report import merge_results, write_docs, write_plot
-from bench.runner import Progress, RunContext, format_record, run_one
-from bench.schedulers import QPS_PROFILES, SCHEDULER_NAMES, available, pin_kubesched
+from bench.runner import Progress, RunContext, format_record, git_commit, run_one
+from bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, SCHEDULER_NAMES, available, pin_kubesched
 from bench.workloads import WORKLOADS, select
 
 NAMESPACE = "kubesched-bench"
@@ -53,6 +53,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pin-kubesched", action="store_true",
                         help="run kubesched as committed at HEAD (a copy in WORKDIR) instead of the working "
                              "tree, so edits made while the benchmark runs do not mix versions")
+    parser.add_argument("--binder-concurrency", type=int, default=BINDER_CONCURRENCY, metavar="N",
+                        help="bindings the raw binder keeps in flight (default: %(default)s)")
     parser.add_argument("--stop-after", type=float, metavar="MINUTES",
                         help="start no new run after this many minutes; what was measured is kept")
     parser.add_argument("--profile", action="store_true",
@@ -74,6 +76,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(str(err))
     if args.run_timeout <= 0:
         parser.error("--run-timeout must be a positive number of seconds")
+    if args.binder_concurrency < 1:
+        parser.error("--binder-concurrency must be at least 1")
     if args.stop_after is not None and args.stop_after <= 0:
         parser.error("--stop-after must be a positive number of minutes")
     return args
@@ -125,9 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         progress.log(f"bench: the runs use their own etcd + kube-apiserver (lab/lab.sh, data in {lab.dir})")
     context = RunContext(cluster, NAMESPACE, args.workdir, cluster and NodeSet(cluster), progress,
                          args.run_timeout, lab)
+    context.binder_concurrency = args.binder_concurrency
     if args.pin_kubesched and "kubesched" in args.scheduler:
         context.kubesched_source = pin_kubesched(args.workdir)
         progress.log(f"bench: kubesched runs from {context.kubesched_source}")
+    context.commit = git_commit(pinned=context.kubesched_source is not None)
     records: list[dict] = []
     failures: list[str] = []
     started = time.monotonic()

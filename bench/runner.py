@@ -24,7 +24,7 @@ from bench.cluster import (
 )
 from bench.measure import BindWatcher, percentile
 from bench.profile import Sampler
-from bench.schedulers import QPS_PROFILES, RunningScheduler, command_line
+from bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, RunningScheduler, command_line
 from bench.workloads import MEASURED_LABEL, Workload, init_pod_bodies, node_names, pod_manifest
 
 SAMPLE_INTERVAL_S = 0.5
@@ -75,6 +75,8 @@ class RunContext:
     lab: DedicatedLab | None = None
     saved_workload: str | None = None
     kubesched_source: str | None = None  # set by --pin-kubesched
+    binder_concurrency: int = BINDER_CONCURRENCY
+    commit: str = ""  # what the records name: set once, at the start of the bench
 
     def _reconnect(self) -> None:
         self.cluster = Cluster(self.lab.kubeconfig)
@@ -189,7 +191,8 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
     watcher.start()
     log_path = os.path.join(ctx.workdir, f"{scheduler}.log")
     running = RunningScheduler(scheduler, command_line(scheduler, ctx.cluster, ctx.workdir, scheduler_name,
-                                                        qps, burst, ctx.kubesched_source), log_path)
+                                                        qps, burst, ctx.kubesched_source,
+                                                        ctx.binder_concurrency), log_path)
     sampler = Sampler(running.process.pid, profile_output) if profile_output else None
     created_at: dict[str, float] = {}
     stop_arrivals = threading.Event()
@@ -232,7 +235,7 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
         if sampler:
             sampler.finish()
     record = summarise(workload, scheduler, qps_profile, running, watcher.bound_at, created_at, failure,
-                       git_commit(pinned=ctx.kubesched_source is not None))
+                       ctx.commit or git_commit(pinned=ctx.kubesched_source is not None))
     ctx.progress.log(f"{label}: {format_record(record)}")
     return record
 

@@ -81,13 +81,21 @@ def pin_kubesched(workdir: str) -> str:
     return source
 
 
+# Bindings in flight for the raw binder. On 2 cores a sweep of SchedulingBasic/500Nodes gave
+# 227, 211, 201, 200, 167, 116 and 128 pods/s at 4, 8, 16, 32, 64, 128 and 512: past a few
+# dozen, concurrent updates only contend inside the API server.
+BINDER_CONCURRENCY = 16
+
+
 def command_line(scheduler: str, cluster: Cluster, workdir: str, scheduler_name: str,
-                 qps: int, burst: int, kubesched_source: str | None = None) -> list[str]:
+                 qps: int, burst: int, kubesched_source: str | None = None,
+                 binder_concurrency: int = BINDER_CONCURRENCY) -> list[str]:
     """The command that starts one scheduler for one run; config files go to workdir.
     kubesched_source: a directory to import kubesched from instead of the working tree."""
     if scheduler == "raw-binder":
         command = [build_raw_binder(), "-server", cluster.server, "-scheduler-name", scheduler_name,
-                   "-node-selector", f"{BENCH_LABEL}=true", "-qps", str(qps), "-burst", str(burst)]
+                   "-node-selector", f"{BENCH_LABEL}=true", "-qps", str(qps), "-burst", str(burst),
+                   "-concurrency", str(binder_concurrency)]
         if cluster.ca_file:
             command += ["-ca", cluster.ca_file]
         if cluster.cert_file:

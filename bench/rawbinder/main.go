@@ -381,7 +381,7 @@ func parseFlags() config {
 	flag.StringVar(&cfg.token, "token", "", "bearer token, instead of a client certificate")
 	flag.StringVar(&cfg.schedulerName, "scheduler-name", "", "bind pending pods with this spec.schedulerName (required)")
 	flag.StringVar(&cfg.nodeSelector, "node-selector", "", "label selector of the nodes to bind to (default: all nodes)")
-	flag.IntVar(&cfg.concurrency, "concurrency", 128, "bindings in flight at once")
+	flag.IntVar(&cfg.concurrency, "concurrency", 16, "bindings in flight at once (past a few dozen they only contend inside the API server)")
 	flag.Float64Var(&cfg.qps, "qps", 0, "client-side rate limit in requests per second (0: unthrottled)")
 	flag.IntVar(&cfg.burst, "burst", 0, "client-side rate limit burst")
 	flag.Parse()
