@@ -27,7 +27,7 @@ EXACT_LIMIT = 1 << 53
 _INDEX_OF = operator.attrgetter("index")
 _GENERATION_OF = operator.attrgetter("generation")
 
-# Column name -> how it is read from a NodeInfo.
+# Column names, in the order _row reads them from a NodeInfo.
 FIELDS = ("alloc_cpu", "alloc_mem", "alloc_eph", "alloc_pods", "req_cpu", "req_mem", "req_eph",
           "nz_cpu", "nz_mem", "pod_count")
 
@@ -36,10 +36,6 @@ def _row(node: NodeInfo) -> tuple[int, ...]:
     alloc, req, nz = node.allocatable, node.requested, node.non_zero_requested
     return (alloc.milli_cpu, alloc.memory, alloc.ephemeral_storage, alloc.allowed_pod_number,
             req.milli_cpu, req.memory, req.ephemeral_storage, nz.milli_cpu, nz.memory, len(node.pods))
-
-
-def _exact(row: tuple[int, ...]) -> bool:
-    return all(-EXACT_LIMIT < v < EXACT_LIMIT for v in row)
 
 
 class NodeColumns:
@@ -61,7 +57,7 @@ class NodeColumns:
 
     def _read(self, index: int, node: NodeInfo) -> None:
         row = _row(node)
-        if _exact(row):
+        if within_exact_range(*row):
             self.table[:, index] = row
             self.inexact.discard(index)
         else:
@@ -124,4 +120,5 @@ def columns_and_rows(handle: Any, state: Any, nodes: list[NodeInfo]) -> tuple[No
 
 
 def within_exact_range(*values: int) -> bool:
+    """True when every value can take part in the column arithmetic exactly."""
     return all(-EXACT_LIMIT < v < EXACT_LIMIT for v in values)
