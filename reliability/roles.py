@@ -193,7 +193,7 @@ def run(lab: PrivateLab, cluster: Cluster, workdir: str, masters: Masters) -> Su
         try:
             failure_case(result, masters, "health-fails", {"scheduler_secure_port": holder.port,
                                                            "scheduler_health_timeout": 20},
-                         first_untouched=False, expect="healthz")
+                         first_untouched=False, expect="Request failed")
         finally:
             holder.close()
         converge(result, masters, "restore")
