@@ -36,8 +36,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=2000, help="failover backlog (default 2000)")
     parser.add_argument("--restart-pods", type=int, default=1000, help="API server suite backlog (default 1000)")
     parser.add_argument("--keep-lab", action="store_true", help="leave the private lab running at the end")
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite docs/reliability.md from reliability/results/latest.json")
     args = parser.parse_args(argv)
     chosen = args.suite or list(SUITES)
+    if args.render:
+        data = report.load()
+        if data is None:
+            print(f"reliability: {report.RESULTS.relative_to(ROOT)} is missing or unreadable; run the suites first",
+                  file=sys.stderr)
+            return 1
+        report.write_doc(data)
+        return 0
 
     shutil.rmtree(WORKDIR, ignore_errors=True)
     WORKDIR.mkdir(parents=True)
@@ -97,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
                 "lab": {"api_port": lab.api_port, "etcd_port": lab.etcd_port}}
     fresh = [r.to_dict() for r in results]
     print("\n".join(report.summary_lines(report.build(fresh, settings))))
-    data = report.build(report.merge(report.load(), fresh), settings)
+    merged = report.merge(report.load(), fresh)
+    settings["suites"] = [suite["name"] for suite in merged]
+    settings["last_run_suites"] = chosen
+    data = report.build(merged, settings)
     report.write_json(data)
     report.write_doc(data)
     print(f"reliability: wrote {report.RESULTS.relative_to(ROOT)} and {report.DOC.relative_to(ROOT)}"

@@ -118,7 +118,7 @@ def run(lab: PrivateLab, cluster: Cluster, workdir: str, *, pods: int = 1000) ->
         result.check(f"{name}: kubesched kept running in the same process", m["same_process"])
         result.check(f"{name}: every pod bound, none lost", m["all_bound"], f"{m['pods_lost']} of {pods} unbound")
         result.check(f"{name}: no pod bound twice", m["double_binds"] == 0 and m["repeated_scheduled_events"] == 0,
-                     f"nodeName changes after the first: {m['double_binds']}; binds refused and retried: "
+                     f"nodeName changes after the first: {m['double_binds']}; failed binds retried: "
                      f"{m['bind_failures_retried']}")
         result.check(f"{name}: no assumed pod left in the cache", m["cache_assumed_pods_after"] == 0,
                      f"scheduler_scheduler_cache_size{{type=assumed_pods}} = {m['cache_assumed_pods_after']}")
