@@ -57,8 +57,12 @@ def summarise(raw_path: str, top: int = 25) -> str:
                 continue
             samples = int(count)
             total += samples
-            # --subprocesses roots each stack at a "process PID:COMMAND" frame: not a function.
-            frames = [_function(frame) for frame in stack.split(";") if not frame.startswith("process ")]
+            # --subprocesses roots each stack at a 'process PID:"COMMAND"' frame, not a function,
+            # and the command line may itself hold semicolons.
+            if stack.startswith("process "):
+                end = stack.find('";')
+                stack = stack[end + 2:] if end >= 0 else ""
+            frames = [_function(frame) for frame in stack.split(";") if frame]
             if not frames:
                 frames = ["(no Python frame: native code or start-up)"]
             own[frames[-1]] += samples
