@@ -23,16 +23,6 @@ SHARED_LAB_SERVER = "https://127.0.0.1:6443"
 GHOSTS = ("ghost-node", "ghost-a", "ghost-b", "Bad_Node")
 
 
-def _fill(value, stage: dict):
-    if isinstance(value, str):
-        return value.format(**stage)
-    if isinstance(value, list):
-        return [_fill(item, stage) for item in value]
-    if isinstance(value, dict):
-        return {key: _fill(item, stage) for key, item in value.items()}
-    return value
-
-
 def _stage(cluster: Cluster) -> dict:
     """The modules' catalogue stage: two nodes (one tainted app=blue and both labelled color=blue),
     an existing PriorityClass (value 1000) and a global default one."""
@@ -92,7 +82,8 @@ def _playbook(cases: list[tuple[str, dict]], kubeconfig: str, results_path: Path
 
 
 def run(cluster: Cluster, workdir: str) -> SuiteResult:
-    from tests.integration.modules.test_bad_inputs import BAD_INPUTS
+    # The catalogue and its placeholder filling are the modules' own.
+    from tests.integration.modules.test_bad_inputs import BAD_INPUTS, fill_placeholders
 
     result = SuiteResult("bad_module_inputs", "Bad module inputs")
     directory = Path(workdir) / "bad-module-inputs"
@@ -109,7 +100,7 @@ def run(cluster: Cluster, workdir: str) -> SuiteResult:
                 return {k: localise(v) for k, v in value.items()}
             return value
 
-        cases = [(module, localise(_fill(args, stage)), localise(_fill(fragment, stage)))
+        cases = [(module, localise(fill_placeholders(args, stage)), localise(fill_placeholders(fragment, stage)))
                  for module, args, fragment in BAD_INPUTS]
         nodes = {stage["n0"], stage["n1"], *GHOSTS}
         named = {args["name"] for _m, args, _f in cases if isinstance(args.get("name"), str)}
