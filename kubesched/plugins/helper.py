@@ -322,6 +322,34 @@ class RequiredNodeAffinity:
             return self.node_selector.matches(node)
         return True
 
+    def labels_matcher(self) -> Callable[[dict[str, str]], bool] | None:
+        """matches() as a function of the node's labels alone, with as few calls per node as
+        the shape allows; None when a term reads the node's name (matchFields)."""
+        parts: list[Callable[[dict[str, str]], bool]] = []
+        if self.selector is not None:
+            parts.append(self.selector.matches)
+        if self.node_selector is not None:
+            selectors = []
+            for term in self.node_selector.terms:
+                if term.fields is not None:
+                    return None
+                if term.error is not None:
+                    continue  # a term that cannot be parsed matches nothing
+                if term.labels is None:
+                    selectors = None  # a term with no label requirements matches every node
+                    break
+                selectors.append(term.labels.matches)
+            if selectors is not None:
+                if len(selectors) == 1:
+                    parts.append(selectors[0])
+                else:
+                    parts.append(lambda labels: any(match(labels) for match in selectors))
+        if not parts:
+            return lambda labels: True
+        if len(parts) == 1:
+            return parts[0]
+        return lambda labels: all(match(labels) for match in parts)
+
 
 # --- taints ---------------------------------------------------------------------------
 

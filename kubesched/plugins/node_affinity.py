@@ -5,6 +5,7 @@ The addedAffinity arg applies scheduler-enforced affinity to every pod of the pr
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from kubesched.framework.interface import (
@@ -47,6 +48,9 @@ def _preferred_terms(pod: PodInfo) -> PreferredSchedulingTerms | None:
     if cached is None:
         cached = pod.plugin_cache["PreferredSchedulingTerms"] = PreferredSchedulingTerms(terms)
     return cached
+
+
+_LABELS_OF = operator.attrgetter("labels")
 
 
 class NodeAffinity:
@@ -117,7 +121,12 @@ class NodeAffinity:
 
     def filter_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
         added, rejected_enforced, rejected_pod = self.added_node_selector, self._rejected_enforced, self._rejected_pod
-        matches = (state.get(PRE_FILTER_STATE_KEY) or RequiredNodeAffinity.of_pod(pod)).matches
+        required = state.get(PRE_FILTER_STATE_KEY) or RequiredNodeAffinity.of_pod(pod)
+        labels_match = required.labels_matcher() if added is None else None
+        if labels_match is not None:  # hot path: one call per node, iterated in C
+            fits = list(map(labels_match, map(_LABELS_OF, nodes)))
+            return [None if fit else rejected_pod for fit in fits]
+        matches = required.matches
         out: list[Status | None] = []
         for node in nodes:  # hot path
             if added is not None and not added.matches(node):
