@@ -25,7 +25,7 @@ def batch_score_results(plugin, pod, nodes):
         if status is not None and status.is_skip():
             return None
     raw = plugin.score_nodes(state, pod, nodes)
-    assert all(type(v) is int for v in raw), "score_nodes must return Python ints"
+    assert all(isinstance(v, int) for v in raw), "score_nodes must return Python ints, not numpy scalars"
     if hasattr(plugin, "normalize_scores"):  # the runtime's batch normalisation
         return plugin.normalize_scores(state, pod, raw)
     scores = [NodeScore(n.name, v) for n, v in zip(nodes, raw)]
