@@ -44,10 +44,10 @@ def lease_record(coordination, namespace: str, name: str) -> dict | None:
             "renew": parse_time(spec.get("renewTime"))}
 
 
-def probe_pod(name: str) -> dict:
+def probe_pod(name: str, scheduler_name: str) -> dict:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "labels": {"app.kubernetes.io/component": "rollout-probe"}},
-            "spec": {"tolerations": [{"operator": "Exists"}], "terminationGracePeriodSeconds": 0,
+            "spec": {"schedulerName": scheduler_name, "tolerations": [{"operator": "Exists"}], "terminationGracePeriodSeconds": 0,
                      "containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}]}}
 
 
@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--lease", default="kube-system/kube-scheduler")
     parser.add_argument("--namespace", default="rollout-probe")
+    parser.add_argument("--scheduler-name", default="default-scheduler")
     parser.add_argument("--pod-interval", type=float, default=0.5)
     parser.add_argument("--stop-file", required=True)
     parser.add_argument("--out", required=True)
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             deadline = now + args.bind_timeout
         if deadline is None and now >= next_pod:
             name = f"probe-{len(created):04d}"
-            core.create_namespaced_pod(args.namespace, probe_pod(name), _preload_content=False)
+            core.create_namespaced_pod(args.namespace, probe_pod(name, args.scheduler_name), _preload_content=False)
             created[name] = time.time()
             next_pod += args.pod_interval
         pods = json.loads(core.list_namespaced_pod(args.namespace, _preload_content=False).data)["items"]
