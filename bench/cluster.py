@@ -262,7 +262,7 @@ def remove_cluster_objects(cluster: Cluster, namespace: str) -> None:
 
 def free_ports(count: int) -> list[int]:
     """Distinct loopback ports that are free now (held open together so none repeats)."""
-    sockets = [socket.socket() for _ in range(count)]
+    sockets = [socket.socket() for _unused in range(count)]
     try:
         for sock in sockets:
             sock.bind(("127.0.0.1", 0))
@@ -305,7 +305,7 @@ class DedicatedLab:
 
     def _lab_sh(self, action: str) -> None:
         result = subprocess.run(["bash", self.script, action], env=self.env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, check=False)
         if result.returncode != 0:
             raise RuntimeError(f"lab.sh {action} for the benchmark's API server failed: {result.stderr.strip()}")
 

@@ -52,7 +52,7 @@ def summarise(raw_path: str, top: int = 25) -> str:
     total = 0
     with open(raw_path) as handle:
         for line in handle:
-            stack, _, count = line.rstrip("\n").rpartition(" ")
+            stack, _unused, count = line.rstrip("\n").rpartition(" ")
             if not stack or not count.isdigit():
                 continue
             samples = int(count)

@@ -165,12 +165,12 @@ def write_plot(path: str, document: dict) -> None:
         subset = [r for r in records if r["qps_profile"] == profile]
         workloads = sorted({r["workload"] for r in subset}, key=lambda w: _order(
             {"workload": w, "scheduler": "", "qps_profile": profile}))
-        bar = 0.8 / len(SCHEDULER_NAMES)
+        bar_width = 0.8 / len(SCHEDULER_NAMES)
         for offset, scheduler in enumerate(SCHEDULER_NAMES):
             values = [next((r["pods_per_s"] for r in subset if r["workload"] == w and r["scheduler"] == scheduler), 0)
                       for w in workloads]
-            positions = [i + (offset - (len(SCHEDULER_NAMES) - 1) / 2) * bar for i in range(len(workloads))]
-            bars = axis.bar(positions, values, bar, label=scheduler, color=colours[scheduler])
+            positions = [i + (offset - (len(SCHEDULER_NAMES) - 1) / 2) * bar_width for i in range(len(workloads))]
+            bars = axis.bar(positions, values, bar_width, label=scheduler, color=colours[scheduler])
             axis.bar_label(bars, labels=[f"{v:.0f}" if v else "" for v in values], fontsize=7, padding=2)
         sample = subset[0]
         axis.set_title(f"qps {sample['qps']} / burst {sample['burst']}")

@@ -124,11 +124,11 @@ class RunContext:
 def git_commit(pinned: bool) -> str:
     """HEAD, marked +dirty when the measured code (kubesched/, bench/) has uncommitted
     changes and kubesched runs from the working tree."""
-    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=False)
     commit = head.stdout.strip() or "unknown"
     paths = ["bench"] if pinned else ["kubesched", "bench"]
     status = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", *paths],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, check=False)
     return commit + ("+dirty" if status.stdout.strip() else "")
 
 
@@ -191,8 +191,8 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
     watcher.start()
     log_path = os.path.join(ctx.workdir, f"{scheduler}.log")
     running = RunningScheduler(scheduler, command_line(scheduler, ctx.cluster, ctx.workdir, scheduler_name,
-                                                        qps, burst, ctx.kubesched_source,
-                                                        ctx.binder_concurrency), log_path)
+                                                       qps, burst, ctx.kubesched_source,
+                                                       ctx.binder_concurrency), log_path)
     sampler = Sampler(running.process.pid, profile_output) if profile_output else None
     created_at: dict[str, float] = {}
     stop_arrivals = threading.Event()

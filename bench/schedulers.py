@@ -62,7 +62,7 @@ def build_raw_binder() -> str:
         raise RuntimeError("the raw binder needs Go to build (bench/rawbinder); install Go 1.22 or newer")
     os.makedirs(os.path.dirname(RAW_BINDER), exist_ok=True)
     result = subprocess.run(["go", "build", "-o", RAW_BINDER, "."], cwd=RAW_BINDER_SOURCE,
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"building the raw binder failed:\n{result.stderr.strip()}")
     return RAW_BINDER
@@ -135,7 +135,7 @@ def available(scheduler: str) -> str | None:
     if scheduler == "kubesched":
         if not os.path.exists(KUBESCHED):
             return f"{KUBESCHED} is missing (make setup installs it)"
-        probe = subprocess.run([KUBESCHED, "--help"], capture_output=True, text=True)
+        probe = subprocess.run([KUBESCHED, "--help"], capture_output=True, text=True, check=False)
         if probe.returncode != 0:
             return f"'kubesched --help' fails: {(probe.stderr or probe.stdout).strip().splitlines()[-1:]}"
     if scheduler == "raw-binder" and shutil.which("go") is None and not os.path.exists(RAW_BINDER):

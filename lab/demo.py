@@ -37,7 +37,7 @@ def parse_taint(text: str) -> dict:
     spec, sep, effect = text.rpartition(":")
     if not sep or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
         raise SystemExit(f"demo: --taint {text!r}: expected KEY[=VALUE]:NoSchedule|PreferNoSchedule|NoExecute")
-    key, _, value = spec.partition("=")
+    key, _unused, value = spec.partition("=")
     return {"key": key, "value": value, "effect": effect}
 
 
@@ -208,7 +208,7 @@ def cmd_table(core_v1, args) -> int:
         preempted = sorted({e.involved_object.name for e in events if e.reason == "Preempted"})
         for name in preempted:
             if not any(r[1] == name for r in rows):
-                _, why = latest_reason(events, name)
+                _unused, why = latest_reason(events, name)
                 rows.append((title, name, "", "(deleted: preempted)", why))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:

@@ -16,7 +16,8 @@ CONTAINER_PREFIX=kubesched-demo-
 INVENTORY=$ROOT/inventories/lab
 
 export PATH=$VENV/bin:$PATH
-export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$ROOT:$(ls -d "$VENV"/lib/python3*/site-packages | head -1)}
+site_packages=("$VENV"/lib/python3*/site-packages)
+export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$ROOT:${site_packages[0]}}
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
 export PYTHONPATH=$ROOT
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}
@@ -28,8 +29,9 @@ kubesched_module() { ansible localhost -o -m "kubesched.scheduler.$1" -a "$2 kub
 
 preflight() {
   [ -x "$VENV/bin/ansible-playbook" ] || die "the venv is missing; run 'make setup'."
-  [ -s "$KUBECONFIG_ADMIN" ] && bash "$ROOT/lab/lab.sh" status >/dev/null 2>&1 ||
+  if ! { [ -s "$KUBECONFIG_ADMIN" ] && bash "$ROOT/lab/lab.sh" status >/dev/null 2>&1; }; then
     die "the lab API server is not running; run 'make lab-up' (make demo does it for you)."
+  fi
   docker info >/dev/null 2>&1 || die "no Docker engine answers; run 'make setup'."
   [ -e "$ROOT/ansible_collections/kubesched/scheduler" ] || {
     mkdir -p "$ROOT/ansible_collections/kubesched"

@@ -41,4 +41,4 @@ if [ ${#missing[@]} -gt 0 ]; then
     die "apt-get download ${missing[*]} failed; run 'apt-get update' and retry."
   echo "wheelhouse: fetched ${missing[*]} into $DEBS"
 fi
-echo "wheelhouse: $(ls "$WHEELS"/*.whl | wc -l) wheels in $WHEELS, $(ls "$DEBS"/*.deb | wc -l) packages in $DEBS"
+echo "wheelhouse: $(find "$WHEELS" -maxdepth 1 -name '*.whl' | wc -l) wheels in $WHEELS, $(find "$DEBS" -maxdepth 1 -name '*.deb' | wc -l) packages in $DEBS"
