@@ -151,13 +151,14 @@ def check_installed_service(result: SuiteResult, masters: Masters) -> None:
     result.check("the service runs as its own non-root user with NoNewPrivileges and ProtectSystem=strict",
                  running_as == user and props.get("NoNewPrivileges") == "yes" and props.get("ProtectSystem") == "strict",
                  f"process user {running_as!r}; {props}")
-    # The masters share the host's network, so keep only the sockets of this service's process.
-    listening = masters.exec(name, "ss", "-Hltnp", f"sport = :{masters.secure_port}", check=False).stdout
-    own = [line.split()[3] for line in listening.splitlines()
-           if f"pid={props.get('MainPID')}," in line and len(line.split()) > 3]
-    result.check("the installed service's secure port binds to its configured address only",
-                 own == [f"{masters.addresses[name]}:{masters.secure_port}"],
-                 f"scheduler_bind_address {masters.addresses[name]}: the service listens on {own}")
+    # The masters share the host's network, and ProtectProc=invisible hides the service from
+    # `ss -p`: so the configured address must be listening and no wildcard on the port.
+    listening = masters.exec(name, "ss", "-Hltn", f"sport = :{masters.secure_port}", check=False).stdout
+    local = [line.split()[3] for line in listening.splitlines() if len(line.split()) > 3]
+    wildcard = [a for a in local if a.rsplit(":", 1)[0] in ("0.0.0.0", "*", "[::]")]
+    result.check("the installed service's secure port binds to its configured address, not a wildcard",
+                 f"{masters.addresses[name]}:{masters.secure_port}" in local and not wildcard,
+                 f"scheduler_bind_address {masters.addresses[name]}; listening on the port: {local}")
     analysis = masters.exec(name, "systemd-analyze", "security", "--no-pager", "kube-scheduler.service",
                             check=False).stdout
     match = re.search(r"Overall exposure level for kube-scheduler\.service:\s*([\d.]+)\s*(\S+)", analysis)
