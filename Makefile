@@ -59,8 +59,13 @@ demo: setup lab-up
 demo-down:
 	@bash lab/demo.sh down
 
-bench: setup lab-up
+bench: setup
 	@$(VENV)/bin/python -m bench
+
+# Failover, API server restarts, races, bad input, role failure modes and security, on a
+# private lab and its own container masters (about 40 minutes).
+reliability: setup
+	@$(VENV)/bin/python -m reliability
 
 clean: lab-down
 	rm -rf .cache tests/output
