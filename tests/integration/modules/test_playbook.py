@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 from .helpers import COLLECTIONS_PATH, module_env, node_state
@@ -45,7 +46,8 @@ def _play(tmp_path, node, lab_kubeconfig, *options, playbook_text=PLAYBOOK, env_
     playbook.write_text(playbook_text.format(node=node, kubeconfig=lab_kubeconfig))
     env = module_env({"ANSIBLE_PYTHON_INTERPRETER": sys.executable,
                       "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_LOCALHOST_WARNING": "false",
-                      "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS_PATH})
+                      # ansible.posix (the json callback) comes from the venv's ansible package.
+                      "ANSIBLE_COLLECTIONS_PATH": os.pathsep.join([COLLECTIONS_PATH, sysconfig.get_paths()["purelib"]])})
     if env_kubeconfig:
         env["K8S_AUTH_KUBECONFIG"] = lab_kubeconfig
     else:
