@@ -18,7 +18,7 @@ import time
 import uuid
 
 from reliability.cluster import Cluster, PodWatch, PrivateLab, node_of
-from reliability.instances import KubeschedInstance, scheduler_config, wait_until
+from reliability.instances import scheduler_config, start_instance, wait_until
 from reliability.proxy import ResettingProxy
 from reliability.result import SuiteResult
 
@@ -33,7 +33,7 @@ def _drain(cluster: Cluster, workdir: str, label: str, pods: int, disrupt, kubec
     namespace = cluster.create_namespace(label)
     cluster.create_pods(namespace, pods, scheduler_name)
     watch = PodWatch(cluster, namespace).start()
-    instance = KubeschedInstance(scheduler_config(kubeconfig or cluster.kubeconfig, scheduler_name), workdir, label)
+    instance = start_instance(scheduler_config(kubeconfig or cluster.kubeconfig, scheduler_name), workdir, label)
     out: dict = {"pods": pods, "namespace": namespace}
     try:
         instance.wait_ready()

@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 
 from reliability.cluster import Cluster, PodWatch, node_of
-from reliability.instances import KubeschedInstance, scheduler_config, wait_until
+from reliability.instances import KubeschedInstance, scheduler_config, start_instance, wait_until
 from reliability.result import SuiteResult
 
 
@@ -128,7 +128,7 @@ def run_variant(cluster: Cluster, workdir: str, sig: int, *, pods: int = 2000, k
     config = scheduler_config(cluster.kubeconfig, scheduler_name, lease_name=scheduler_name,
                               lease_duration=durations.lease, renew_deadline=durations.renew,
                               retry_period=durations.retry)
-    instances = [KubeschedInstance(config, workdir, f"{label}-{i}") for i in range(3)]
+    instances = [start_instance(config, workdir, f"{label}-{i}") for i in range(3)]
     monitor = LeaseMonitor(cluster, scheduler_name, instances).start()
     out: dict = {"signal": signal.Signals(sig).name, "pods": pods, "namespace": namespace,
                  "lease_duration_s": durations.lease, "renew_deadline_s": durations.renew,

@@ -52,28 +52,35 @@ def scheduler_config(kubeconfig: str, scheduler_name: str, *, lease_name: str = 
             "leaderElection": election, "profiles": [{"schedulerName": scheduler_name}], **extra}
 
 
+class KubeschedNotReady(RuntimeError):
+    """kubesched exited, or its /readyz did not answer 200 in time; the message ends with its log."""
+
+
 class KubeschedInstance:
+    """One kubesched process started from a full command line, serving HTTPS on `port`.
+
+    The reliability suites start theirs with start_instance(); the kubesched integration
+    tests (tests/integration/kubesched/kubesched_lab.py) build on this class too.
+    """
+
     # Every instance this process started, so the harness can stop them all on the way out.
     started: list["KubeschedInstance"] = []
 
-    def __init__(self, config: dict, workdir: str | os.PathLike, name: str, *flags: str,
-                 port: int | None = None, bind_address: str = "127.0.0.1"):
-        self.name = name
-        self.workdir = Path(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.config_path = self.workdir / f"{name}.yaml"
-        self.config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
-        self.log_path = self.workdir / f"{name}.log"
-        self.port = port or free_port()
+    def __init__(self, args: list[str], port: int, log_path: str | os.PathLike, *, bind_address: str = "127.0.0.1",
+                 name: str = ""):
+        self.args = list(args)
+        self.port = port
         self.bind_address = bind_address
-        self.args = [str(KUBESCHED), "--config", str(self.config_path), "--secure-port", str(self.port),
-                     "--bind-address", bind_address, "-v=2", *flags]
+        self.log_path = Path(log_path)
+        self.name = name or self.log_path.stem
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        # A session of its own: a signal meant for the harness's process group never reaches
+        # it, and the suites signal it by its pid only.
         self.proc = subprocess.Popen(self.args, stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT,
                                      start_new_session=True)
         KubeschedInstance.started.append(self)
         self._tls = ssl.create_default_context()
-        # Our own instance's self-signed serving certificate; the security suite checks TLS.
+        # Its own self-signed serving certificate; the security suite checks TLS separately.
         self._tls.check_hostname = False
         self._tls.verify_mode = ssl.CERT_NONE
 
@@ -100,15 +107,15 @@ class KubeschedInstance:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive():
-                raise RuntimeError(f"kubesched {self.name} exited with {self.proc.returncode} before it was ready:\n"
-                                   f"{self.log()[-2000:]}")
+                raise KubeschedNotReady(f"kubesched {self.name} exited with {self.proc.returncode} before it was "
+                                        f"ready:\n{self.log()[-3000:]}")
             try:
                 if self.get("/readyz")[0] == 200:
                     return
             except OSError:
                 pass
             time.sleep(0.1)
-        raise RuntimeError(f"kubesched {self.name} not ready after {timeout:.0f}s:\n{self.log()[-2000:]}")
+        raise KubeschedNotReady(f"kubesched {self.name} not ready after {timeout:.0f}s:\n{self.log()[-3000:]}")
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """One series' value from /metrics, or None when absent or the instance is down."""
@@ -151,6 +158,24 @@ class KubeschedInstance:
         if not self._log.closed:
             self._log.close()
         return self.proc.returncode
+
+
+def kubesched_args(config_path: str | os.PathLike, port: int, *flags: str, bind_address: str = "127.0.0.1") -> list[str]:
+    """The command line of one kubesched: its config, its secure port and address, klog at -v=2."""
+    return [str(KUBESCHED), "--config", str(config_path), "--secure-port", str(port), "--bind-address", bind_address,
+            "-v=2", *flags]
+
+
+def start_instance(config: dict, workdir: str | os.PathLike, name: str, *flags: str, port: int | None = None,
+                   bind_address: str = "127.0.0.1") -> KubeschedInstance:
+    """Write config to workdir/<name>.yaml and start kubesched on it, logging to workdir/<name>.log."""
+    directory = Path(workdir)
+    directory.mkdir(parents=True, exist_ok=True)
+    config_path = directory / f"{name}.yaml"
+    config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    port = port or free_port()
+    return KubeschedInstance(kubesched_args(config_path, port, *flags, bind_address=bind_address), port,
+                             directory / f"{name}.log", bind_address=bind_address, name=name)
 
 
 def stop_all() -> None:

@@ -18,7 +18,7 @@ import json
 import uuid
 
 from reliability.cluster import Cluster, node_of
-from reliability.instances import KubeschedInstance, scheduler_config, wait_until
+from reliability.instances import scheduler_config, start_instance, wait_until
 from reliability.result import SuiteResult
 
 RACE_TAINT = {"key": "kubesched.io/reliability-race", "value": "foreign", "effect": "NoSchedule"}
@@ -50,8 +50,8 @@ def run(cluster: Cluster, workdir: str, *, pods: int = 40, each: int = 10) -> Su
     full_prefix = f"rel-race-full-{uuid.uuid4().hex[:4]}-"
     full_node = full_prefix + "0"
     _ensure_full_node(cluster, full_prefix, each)
-    instance = KubeschedInstance(scheduler_config(cluster.kubeconfig, scheduler_name, qps=3, burst=1),
-                                 workdir, "races")
+    instance = start_instance(scheduler_config(cluster.kubeconfig, scheduler_name, qps=3, burst=1),
+                              workdir, "races")
     try:
         instance.wait_ready()
         names = cluster.create_pods(namespace, pods, scheduler_name)

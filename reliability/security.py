@@ -36,7 +36,7 @@ from pathlib import Path
 import yaml
 
 from reliability.cluster import ROOT, Cluster, PrivateLab
-from reliability.instances import KubeschedInstance, scheduler_config, wait_until
+from reliability.instances import scheduler_config, start_instance, wait_until
 from reliability.result import SuiteResult
 
 SCHEDULER_USER = "system:kube-scheduler"
@@ -113,8 +113,8 @@ def https_get(url: str, ca_file: str, client: tuple[str, str] | None = None) -> 
 
 def check_bind_address(result: SuiteResult, cluster: Cluster, workdir: str) -> None:
     address = "127.0.0.2"
-    inst = KubeschedInstance(scheduler_config(cluster.kubeconfig, f"rel-sec-{uuid.uuid4().hex[:6]}"), workdir,
-                             "security-bind", bind_address=address)
+    inst = start_instance(scheduler_config(cluster.kubeconfig, f"rel-sec-{uuid.uuid4().hex[:6]}"), workdir,
+                          "security-bind", bind_address=address)
     try:
         inst.wait_ready()
         listening = subprocess.run(["ss", "-Hltn", f"sport = :{inst.port}"], capture_output=True, text=True,
@@ -138,9 +138,9 @@ def check_metrics_client_ca(result: SuiteResult, lab: PrivateLab, cluster: Clust
     serving = issue(directory, "serving", "kubesched-serving", ca=ca, server_ip="127.0.0.1")
     trusted = issue(directory, "prometheus", "prometheus", ca=ca)
     rogue = issue(directory, "rogue", "prometheus")
-    inst = KubeschedInstance(scheduler_config(cluster.kubeconfig, f"rel-sec-{uuid.uuid4().hex[:6]}"), workdir,
-                             "security-metrics", "--tls-cert-file", serving[0], "--tls-private-key-file", serving[1],
-                             "--client-ca-file", lab.ca_cert)
+    inst = start_instance(scheduler_config(cluster.kubeconfig, f"rel-sec-{uuid.uuid4().hex[:6]}"), workdir,
+                          "security-metrics", "--tls-cert-file", serving[0], "--tls-private-key-file", serving[1],
+                          "--client-ca-file", lab.ca_cert)
     try:
         inst.wait_ready()
         base = f"https://127.0.0.1:{inst.port}"
@@ -215,8 +215,8 @@ def check_tls_verified_by_default(result: SuiteResult, lab: PrivateLab, cluster:
     fd = os.open(no_ca, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         yaml.safe_dump(doc, fh)
-    inst = KubeschedInstance(scheduler_config(str(no_ca), f"rel-sec-{uuid.uuid4().hex[:6]}"), workdir,
-                             "security-no-ca")
+    inst = start_instance(scheduler_config(str(no_ca), f"rel-sec-{uuid.uuid4().hex[:6]}"), workdir,
+                          "security-no-ca")
     try:
         refused = wait_until(lambda: "CERTIFICATE_VERIFY_FAILED" in inst.log() or "certificate verify failed"
                              in inst.log(), 30, 0.5)

@@ -9,101 +9,40 @@ the dict says otherwise, leader election is off) or the path of a file used as i
 from __future__ import annotations
 
 import json
-import signal
 import socket
-import ssl
-import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[3]
-KUBESCHED = ROOT / ".venv" / "bin" / "kubesched"
-API_VERSION = "kubescheduler.config.k8s.io/v1"
+# One kubesched process class for every harness: the reliability suites' (which need no pytest).
+from reliability.cluster import ROOT
+from reliability.instances import API_VERSION, KUBESCHED, KubeschedInstance, KubeschedNotReady, free_port, wait_until
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+__all__ = ["API_VERSION", "KUBESCHED", "ROOT", "ApiProxy", "KubeschedProcess", "events_for", "free_port", "node_of",
+           "pod_manifest", "settle_taints", "wait_for", "write_config", "write_unreachable_kubeconfig"]
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.1, what: str = "condition"):
     """Poll predicate until it returns something truthy; fail the test with `what` on timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}", pytrace=False)
+    value = wait_until(predicate, timeout, interval)
+    if not value:
+        pytest.fail(f"timed out after {timeout}s waiting for {what}", pytrace=False)
+    return value
 
 
-class KubeschedProcess:
-    """One running kubesched: its process, port and log."""
+class KubeschedProcess(KubeschedInstance):
+    """One running kubesched a test started: its process, port and log (KubeschedProcess(args, port, log_path)).
 
-    def __init__(self, args: list[str], port: int, log_path: Path):
-        self.port = port
-        self.log_path = log_path
-        self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT)
-        self._tls = ssl.create_default_context()
-        self._tls.check_hostname = False
-        self._tls.verify_mode = ssl.CERT_NONE
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def get(self, path: str, timeout: float = 2.0) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"https://127.0.0.1:{self.port}{path}", context=self._tls,
-                                        timeout=timeout) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode()
+    Not getting ready fails the test with kubesched's log instead of raising.
+    """
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"kubesched exited with {self.proc.returncode} before it was ready:\n"
-                            f"{self.log()[-3000:]}", pytrace=False)
-            try:
-                if self.get("/readyz")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        pytest.fail(f"kubesched not ready after {timeout}s:\n{self.log()[-3000:]}", pytrace=False)
-
-    def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
-        """The value of one series from /metrics, or None when absent."""
-        _unused, text = self.get("/metrics")
-        want = labels or {}
-        for line in text.splitlines():
-            if not line.startswith(name) or line.startswith("#"):
-                continue
-            series, _unused, value = line.rpartition(" ")
-            if series.split("{", 1)[0] != name:
-                continue
-            found = dict(part.split("=", 1) for part in series[len(name):].strip("{}").split(",") if "=" in part)
-            if all(found.get(k, "").strip('"') == v for k, v in want.items()):
-                return float(value)
-        return None
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()
-        return self.proc.returncode
+        try:
+            super().wait_ready(timeout)
+        except KubeschedNotReady as err:
+            pytest.fail(str(err), pytrace=False)
 
 
 def write_config(config: dict, directory: Path, kubeconfig: str) -> Path:
@@ -111,7 +50,7 @@ def write_config(config: dict, directory: Path, kubeconfig: str) -> Path:
     doc.setdefault("clientConnection", {}).setdefault("kubeconfig", kubeconfig)
     doc.setdefault("leaderElection", {"leaderElect": False})
     path = directory / f"kubesched-{len(list(directory.glob('kubesched-*.yaml')))}.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
     return path
 
 
