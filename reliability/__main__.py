@@ -3,6 +3,8 @@
     .venv/bin/python -m reliability                      everything (about 20 minutes)
     .venv/bin/python -m reliability --suite failover     one suite (repeatable)
     .venv/bin/python -m reliability --keep-lab           leave the private lab running
+    .venv/bin/python -m reliability --keep-masters       leave the container masters running, and
+                                                         reuse running ones (for work on one suite)
 
 The private lab (default /tmp/rel-lab on 127.0.0.1:16643, etcd on 12579/12580; override with
 RELIABILITY_LAB_DIR, RELIABILITY_LAB_API_PORT, RELIABILITY_LAB_ETCD_PORT,
@@ -36,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=2000, help="failover backlog (default 2000)")
     parser.add_argument("--restart-pods", type=int, default=1000, help="API server suite backlog (default 1000)")
     parser.add_argument("--keep-lab", action="store_true", help="leave the private lab running at the end")
+    parser.add_argument("--keep-masters", action="store_true",
+                        help="leave the container masters running at the end, and reuse them when they already run")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite docs/reliability.md from reliability/results/latest.json")
     args = parser.parse_args(argv)
@@ -53,11 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     WORKDIR.mkdir(parents=True)
     workdir = str(WORKDIR)
     lab = PrivateLab.from_env()
-    masters = Masters(lab, WORKDIR / "masters") if ("roles" in chosen or "security" in chosen) else None
+    wants_masters = ("roles" in chosen or "security" in chosen) and image_available()
+    masters = Masters(lab, WORKDIR / "masters") if wants_masters else None
 
     def clean_up() -> None:
         stop_all()
-        if masters is not None:
+        if masters is not None and not args.keep_masters:
             masters.remove()
         if not args.keep_lab:
             try:
@@ -73,7 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     cluster = Cluster(lab.kubeconfig)
     cluster.ensure_nodes(50)
     results: list[SuiteResult] = []
-    roles_ran = False
     for name in chosen:
         started = time.monotonic()
         print(f"reliability: suite {name} ...", flush=True)
@@ -89,16 +93,16 @@ def main(argv: list[str] | None = None) -> int:
         elif name == "bad_module_inputs":
             result = bad_module_inputs.run(cluster, workdir)
         elif name == "roles":
-            if masters is None or not image_available():
+            if masters is None:
                 result = SuiteResult("roles", "Role failure modes and the role's config validation")
                 result.check("the container master image exists (make setup builds it)", False,
                              "localhost/kubesched-master:bookworm is missing")
                 result.finish()
             else:
-                result = roles.run(lab, cluster, workdir, masters)
-                roles_ran = True
+                result = roles.run(lab, cluster, workdir, masters, reuse=args.keep_masters)
         else:
-            result = security.run(lab, cluster, workdir, masters if roles_ran else None)
+            converged = masters is not None and masters.converged
+            result = security.run(lab, cluster, workdir, masters, masters_ready=converged, reuse=args.keep_masters)
         print(f"reliability: suite {name}: {'passed' if result.passed else 'FAILED'} "
               f"in {time.monotonic() - started:.0f} s", flush=True)
         results.append(result)

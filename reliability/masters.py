@@ -46,6 +46,7 @@ class Masters:
     secure_port: int = 10259
     addresses: dict[str, str] = field(init=False)
     release_frozen: bool = False  # set once the baseline run built the wheel
+    converged: bool = False  # the last site.yml run on them was a clean converge
 
     @property
     def wheelhouse(self) -> Path:
@@ -58,7 +59,18 @@ class Masters:
 
     # -- containers -------------------------------------------------------------------
 
-    def start(self) -> None:
+    def running(self) -> bool:
+        """Whether every master container of this harness is up (a --keep-masters run left them)."""
+        for name in self.names:
+            state = docker("inspect", "-f", "{{.State.Running}}", name, check=False, timeout=30).stdout.strip()
+            if state != "true":
+                return False
+        return True
+
+    def start(self, reuse: bool = False) -> None:
+        """Fresh containers; with reuse, the ones already running are kept as they are."""
+        if reuse and self.running():
+            return
         self.remove()
         for name in self.names:
             docker("run", "-d", "--name", name, "--hostname", name, "--network", "host",
@@ -127,6 +139,8 @@ class Masters:
         env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{ROOT}:{_site_packages()}",
                "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false", "ANSIBLE_PIPELINING": "true",
                "ANSIBLE_FORCE_COLOR": "false", "ANSIBLE_NOCOLOR": "true", "PYTHONPATH": str(ROOT),
+               # Each task's time in the saved output: where a slow converge spends it.
+               "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks",
                "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
         env.pop("K8S_AUTH_KUBECONFIG", None)
         return env

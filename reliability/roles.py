@@ -98,6 +98,7 @@ class PortHolder:
 
 def converge(result: SuiteResult, masters: Masters, label: str) -> bool:
     rc, output, seconds = masters.playbook(SITE, masters.inventory())
+    masters.converged = rc == 0
     result.figures[f"site_run_s_{label}"] = round(seconds, 1)
     return result.check(f"{label}: site.yml converges the masters", rc == 0,
                         _fatal_line(output) or f"{seconds:.0f} s")
@@ -106,6 +107,7 @@ def converge(result: SuiteResult, masters: Masters, label: str) -> bool:
 def failure_case(result: SuiteResult, masters: Masters, case: str, overrides: dict, first_untouched: bool,
                  expect: str) -> None:
     before = {name: masters.service(name) for name in masters.names}
+    masters.converged = False
     rc, output, seconds = masters.playbook(SITE, masters.inventory(**overrides))
     after = {name: masters.service(name) for name in masters.names}
     failed = _failed_hosts(output)
@@ -131,6 +133,18 @@ def failure_case(result: SuiteResult, masters: Masters, case: str, overrides: di
         result.note(f"{case}: the first master ({first or '?'}) was restarted with the broken input and was left "
                     f"{state.get('active', '?')} (restarts {state.get('restarts', '?')}); the role does not roll "
                     f"back a master that fails its health gate, it stops the rollout so no other master follows.")
+
+
+def bring_up(result: SuiteResult, masters: Masters, reuse: bool = False) -> bool:
+    """Container masters running the role's service from a clean converge of site.yml."""
+    masters.start(reuse=reuse)
+    rc, output = masters.prepare()
+    if not result.check("the container masters are prepared (offline bundle installed)", rc == 0, output[-500:]):
+        return False
+    if not converge(result, masters, "baseline"):
+        return False
+    masters.release_frozen = True
+    return True
 
 
 def check_installed_service(result: SuiteResult, masters: Masters) -> None:
@@ -173,17 +187,12 @@ def check_installed_service(result: SuiteResult, masters: Masters) -> None:
     (masters.workdir / f"{name}-journal.log").write_text(journal, encoding="utf-8")
 
 
-def run(lab: PrivateLab, cluster: Cluster, workdir: str, masters: Masters) -> SuiteResult:
+def run(lab: PrivateLab, cluster: Cluster, workdir: str, masters: Masters, reuse: bool = False) -> SuiteResult:
     result = SuiteResult("roles", "Role failure modes and the role's config validation")
     del cluster  # the masters reach the lab through their own kubeconfig
     try:
-        masters.start()
-        rc, output = masters.prepare()
-        if not result.check("the container masters are prepared (offline bundle installed)", rc == 0, output[-500:]):
+        if not bring_up(result, masters, reuse):
             return result.finish()
-        if not converge(result, masters, "baseline"):
-            return result.finish()
-        masters.release_frozen = True
         failure_case(result, masters, "bad-config", {"scheduler_profiles": [
             {"schedulerName": "default-scheduler",
              "plugins": {"score": {"enabled": [{"name": "NoSuchPlugin", "weight": 1}]}}}]},
