@@ -23,6 +23,7 @@ from kubesched import klog, metrics
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
 from kubesched.backend.queue import Nominator, SchedulingQueue
+from kubesched.backend.trim import trim_node, trim_pod
 from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.events import EventBroadcaster
@@ -269,10 +270,10 @@ class Scheduler:
             raise RuntimeError("start_informers needs an API client")
         self.node_informer = Informer(self.client, "/api/v1/nodes", name="nodes", on_add=self.on_node_add,
                                       on_update=self.on_node_update, on_delete=self.on_node_delete,
-                                      page_size=500).start(stop)
+                                      page_size=500, transform=trim_node).start(stop)
         self.pod_informer = Informer(self.client, "/api/v1/pods", name="pods", on_add=self.on_pod_add,
                                      on_update=self.on_pod_update, on_delete=self.on_pod_delete,
-                                     page_size=500).start(stop)
+                                     page_size=500, transform=trim_pod).start(stop)
         for resource, path in OBJECT_PATHS.items():
             self.object_informers[resource] = Informer(
                 self.client, path, name=resource, on_add=_ignore, on_update=_ignore2,

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import urllib3
 
 from kubesched import klog
+from kubesched.backend.trim import Transform, trim_metadata
 from kubesched.client import ApiClient, ApiError, WatchExpired
 
 INITIAL_RETRY = 0.8
@@ -34,7 +35,7 @@ class Informer:
     def __init__(self, client: ApiClient, path: str, *, name: str,
                  on_add: Callable[[dict], None], on_update: Callable[[dict, dict], None],
                  on_delete: Callable[[dict], None], page_size: int = 0,
-                 watch_timeout: int = WATCH_TIMEOUT):
+                 watch_timeout: int = WATCH_TIMEOUT, transform: Transform = trim_metadata):
         self.client = client
         self.path = path
         self.name = name
@@ -43,6 +44,8 @@ class Informer:
         self.on_delete = on_delete
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        # Applied to every object before it is stored or handed to a callback (backend/trim.py).
+        self.transform = transform
         self.store: dict[str, dict] = {}
         self.resource_version = ""
         self.synced = threading.Event()
@@ -104,7 +107,7 @@ class Informer:
             # List items carry no kind/apiVersion; event objects need them for involvedObject.
             item.setdefault("kind", kind)
             item.setdefault("apiVersion", api_version)
-            fresh[object_key(item)] = item
+            fresh[object_key(item)] = self.transform(item)
         old_store = self.store
         for key, old in list(old_store.items()):
             if key not in fresh:
@@ -127,6 +130,7 @@ class Informer:
                 self.resource_version = rv or self.resource_version
                 continue
             key = object_key(obj)
+            obj = self.transform(obj)
             if etype == "ADDED" or etype == "MODIFIED":
                 self._store(key, obj, self.store.get(key))
             elif etype == "DELETED":

@@ -5,6 +5,7 @@ golden/make_scenarios.py generates (seeded, so they are regenerated here rather 
 stored); golden/README.md says how the file was produced.
 """
 
+import copy
 import importlib.util
 import json
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from plugin_builders import FakeHandle
 
+from kubesched.backend.trim import trim_node, trim_pod
 from kubesched.framework.interface import Code, CycleState, NodeScore
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.default_preemption import DefaultPreemption, pick_one_node_for_preemption
@@ -50,8 +52,21 @@ PLUGINS = {
 CODES = {"Unschedulable": Code.UNSCHEDULABLE, "UnschedulableAndUnresolvable": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
 
 
-def build(seed: int, order: list[str]):
-    sc = make_scenarios.scenario(seed)
+def trimmed(sc: dict) -> dict:
+    sc = copy.deepcopy(sc)
+    sc["nodes"] = [trim_node(n) for n in sc["nodes"]]
+    sc["existing"] = [trim_pod(p) for p in sc["existing"]]
+    sc["pod"] = trim_pod(sc["pod"])
+    return sc
+
+
+# Each scenario runs twice: on the objects as generated, and as the informers store them
+# (backend/trim.py), which must not change a single decision.
+INFORMER_VIEWS = {"as-created": lambda sc: sc, "trimmed": trimmed}
+
+
+def build(seed: int, order: list[str], view: str = "as-created"):
+    sc = INFORMER_VIEWS[view](make_scenarios.scenario(seed))
     infos = {n["metadata"]["name"]: NodeInfo(n) for n in sc["nodes"]}
     for raw in sc["existing"]:
         infos[raw["spec"]["nodeName"]].add_pod(PodInfo(raw))
@@ -90,10 +105,11 @@ def score_results(plugin, pod, nodes):
     return [s.score for s in scores]
 
 
+@pytest.mark.parametrize("view", INFORMER_VIEWS)
 @pytest.mark.parametrize("case", GOLDEN, ids=[c["name"] for c in GOLDEN])
-def test_agrees_with_upstream(case):
+def test_agrees_with_upstream(case, view):
     seed = int(case["name"].split("-")[1])
-    handle, nodes, pod = build(seed, case["nodes"])
+    handle, nodes, pod = build(seed, case["nodes"], view)
     for name, want in case["filters"].items():
         want = [None if w is None else {"code": CODES[w["code"]], "reasons": w["reasons"]} for w in want]
         assert filter_results(PLUGINS[name](handle), pod, nodes) == want, f"{name} filter"
@@ -109,9 +125,10 @@ def as_result(status):
     return {"code": status.code.name.title().replace("_", ""), "reasons": status.reasons}
 
 
+@pytest.mark.parametrize("view", INFORMER_VIEWS)
 @pytest.mark.parametrize("case", PREEMPTION_GOLDEN, ids=[c["name"] for c in PREEMPTION_GOLDEN])
-def test_preemption_agrees_with_upstream(case):
-    sc = make_scenarios.preemption_scenario(int(case["name"].split("-")[1]))
+def test_preemption_agrees_with_upstream(case, view):
+    sc = INFORMER_VIEWS[view](make_scenarios.preemption_scenario(int(case["name"].split("-")[1])))
     infos = [NodeInfo(n) for n in sc["nodes"]]
     by_name = {n.name: n for n in infos}
     for raw in sc["existing"]:

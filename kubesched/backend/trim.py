@@ -1,0 +1,82 @@
+"""What the informers keep of each object (client-go's informer transform).
+
+Every pod and node the scheduler sees stays in memory for as long as it exists, so the
+informers keep only the fields that the framework, the plugins, the queue's update
+checks, the events and the status patches read; at 10,000 pods this is most of the
+scheduler's resident memory. Upstream's kube-scheduler drops managedFields the same way;
+kubesched drops more because its objects are Python dicts, several times larger than Go
+structs.
+
+Dropped fields are either never read here or immutable on a live object, so an update
+that changes only dropped fields could not change a scheduling decision: the queue's
+"did the spec change" checks compare the trimmed objects and reach the same answer.
+Nothing here is ever written back to the API server (bindings, events and status patches
+are built from names and new values, never by sending a stored object).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+# Container fields a plugin reads: requests (NodeResourcesFit, BalancedAllocation, preemption),
+# ports (NodePorts), image (ImageLocality), restartPolicy (sidecar requests and ports),
+# restartPolicyRules (NodeDeclaredFeatures), name (identity in events and messages).
+# volumeMounts are read only for bindMountOptions (NodeDeclaredFeatures), so only mounts
+# that set it are kept.
+CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy", "restartPolicyRules")
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+# Pod status: phase (terminal pods), conditions (PodScheduled patches, DisruptionTarget in
+# preemption), nominatedNodeName (nominator), startTime (preemption's victim order).
+POD_STATUS_FIELDS = ("phase", "conditions", "nominatedNodeName", "startTime")
+
+# Node status: allocatable/capacity (NodeResourcesFit), images (ImageLocality),
+# declaredFeatures (NodeDeclaredFeatures), conditions (the NodeConditionChange event).
+NODE_STATUS_FIELDS = ("allocatable", "capacity", "images", "declaredFeatures", "conditions")
+
+
+def trim_metadata(obj: dict) -> dict:
+    """Drop managedFields, the largest part of most objects and never read by a scheduler."""
+    meta = obj.get("metadata")
+    if meta and "managedFields" in meta:
+        del meta["managedFields"]
+    return obj
+
+
+def _trim_container(container: dict) -> dict:
+    kept = {key: container[key] for key in CONTAINER_FIELDS if key in container}
+    mounts = [mount for mount in container.get("volumeMounts") or () if mount.get("bindMountOptions")]
+    if mounts:
+        kept["volumeMounts"] = mounts
+    return kept
+
+
+def _keep(section: dict | None, fields: tuple[str, ...]) -> dict:
+    return {key: section[key] for key in fields if key in section} if section else {}
+
+
+def trim_pod(pod: dict) -> dict:
+    """The pod with only what scheduling reads; every top-level spec field is kept, since
+    the mutable ones (activeDeadlineSeconds, tolerations, schedulingGates, ...) must still
+    show as an update."""
+    trim_metadata(pod)
+    spec = pod.get("spec")
+    if spec:
+        for key in CONTAINER_LISTS:
+            if key in spec:
+                spec[key] = [_trim_container(container) for container in spec[key] or ()]
+    if "status" in pod:
+        pod["status"] = _keep(pod["status"], POD_STATUS_FIELDS)
+    return pod
+
+
+def trim_node(node: dict) -> dict:
+    """The node without managedFields and without the status the scheduler never reads
+    (addresses, nodeInfo, daemonEndpoints, attached volumes, runtime handlers)."""
+    trim_metadata(node)
+    if "status" in node:
+        node["status"] = _keep(node["status"], NODE_STATUS_FIELDS)
+    return node
+
+
+Transform = Callable[[dict], dict]

@@ -1,0 +1,139 @@
+"""What the informers keep of a pod or node: everything scheduling reads, nothing else."""
+
+import copy
+import threading
+
+from kubesched.backend.informer import Informer
+from kubesched.backend.trim import trim_metadata, trim_node, trim_pod
+from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.plugins.node_declared_features import required_features
+
+MANAGED_FIELDS = [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
+                   "fieldsV1": {"f:spec": {"f:containers": {}}}}]
+
+
+def full_pod() -> dict:
+    """A pod as a real cluster returns it: defaulted fields, kubelet status, managedFields."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-0", "namespace": "shop", "uid": "u-1", "resourceVersion": "42",
+                     "generation": 3, "creationTimestamp": "2026-01-01T00:00:00Z",
+                     "labels": {"app": "web"}, "annotations": {"team": "blue"},
+                     "ownerReferences": [{"kind": "StatefulSet", "name": "web", "uid": "s-1", "controller": True}],
+                     "managedFields": MANAGED_FIELDS},
+        "spec": {
+            "schedulerName": "my-scheduler", "priority": 100, "nodeName": "n1",
+            "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}},
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+            "hostNetwork": True, "hostUsers": False, "activeDeadlineSeconds": 60,
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}],
+            "overhead": {"cpu": "10m"},
+            "initContainers": [
+                {"name": "proxy", "image": "envoy:1.30", "restartPolicy": "Always",
+                 "ports": [{"containerPort": 9901, "hostPort": 9901, "protocol": "TCP"}],
+                 "resources": {"requests": {"cpu": "50m"}}, "env": [{"name": "A", "value": "1"}]},
+                {"name": "migrate", "image": "tools:2", "command": ["migrate"], "resources": {"requests": {"cpu": "2"}},
+                 "restartPolicyRules": [{"action": "RestartAllContainers"}]},
+            ],
+            "containers": [
+                {"name": "web", "image": "web:1.0", "imagePullPolicy": "IfNotPresent",
+                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+                 "ports": [{"containerPort": 8080, "hostPort": 80, "hostIP": "10.0.0.1"}],
+                 "env": [{"name": "LONG", "value": "x" * 500}], "args": ["--serve"],
+                 "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}},
+                 "volumeMounts": [{"name": "data", "mountPath": "/data"},
+                                  {"name": "logs", "mountPath": "/logs", "bindMountOptions": ["rbind"]}],
+                 "terminationMessagePath": "/dev/termination-log"},
+            ],
+        },
+        "status": {
+            "phase": "Running", "nominatedNodeName": "n2", "startTime": "2026-01-01T00:00:05Z", "qosClass": "Burstable",
+            "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}],
+            "podIP": "10.1.0.4", "containerStatuses": [{"name": "web", "ready": True, "restartCount": 0}],
+        },
+    }
+
+
+def pod_view(pod: PodInfo) -> dict:
+    """Every value a plugin, the queue or the cache takes from a PodInfo."""
+    view = {slot: getattr(pod, slot) for slot in PodInfo.__slots__ if slot not in ("raw", "plugin_cache", "tolerations")}
+    view["tolerations"] = [repr(t) for t in pod.tolerations]
+    return view
+
+
+def test_trimmed_pod_gives_the_same_pod_info_and_plugin_inputs():
+    original = full_pod()
+    trimmed = trim_pod(copy.deepcopy(original))
+    assert pod_view(PodInfo(trimmed)) == pod_view(PodInfo(original))
+    assert required_features(PodInfo(trimmed)) == required_features(PodInfo(original)) == frozenset(
+        {"RestartAllContainersOnContainerExits", "UserNamespacesHostNetworkSupport", "VolumeBindMountOptions"})
+    # Read directly from the raw object by plugins and the scheduler: kept whole.
+    for key in ("volumes", "overhead", "affinity", "topologySpreadConstraints", "activeDeadlineSeconds"):
+        assert trimmed["spec"][key] == original["spec"][key]
+    assert trimmed["metadata"]["ownerReferences"] == original["metadata"]["ownerReferences"]
+    assert trimmed["metadata"]["annotations"] == original["metadata"]["annotations"]
+    assert trimmed["status"]["conditions"] == original["status"]["conditions"]
+
+
+def test_trimmed_pod_drops_what_nothing_reads():
+    trimmed = trim_pod(full_pod())
+    assert "managedFields" not in trimmed["metadata"]
+    web = trimmed["spec"]["containers"][0]
+    assert sorted(web) == ["image", "name", "ports", "resources", "volumeMounts"]
+    assert web["volumeMounts"] == [{"name": "logs", "mountPath": "/logs", "bindMountOptions": ["rbind"]}]
+    assert sorted(trimmed["spec"]["initContainers"][1]) == ["image", "name", "resources", "restartPolicyRules"]
+    assert sorted(trimmed["status"]) == ["conditions", "nominatedNodeName", "phase", "startTime"]
+
+
+def test_an_image_change_still_shows_as_a_spec_change():
+    old, new = full_pod(), full_pod()
+    new["spec"]["containers"][0]["image"] = "web:1.1"
+    assert trim_pod(old)["spec"] != trim_pod(new)["spec"]
+
+
+def test_trimmed_node_keeps_what_the_node_info_reads():
+    node = {"metadata": {"name": "n1", "labels": {"zone": "a"}, "annotations": {"x": "y"}, "managedFields": MANAGED_FIELDS},
+            "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}], "unschedulable": True},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}, "capacity": {"cpu": "4"},
+                       "images": [{"names": ["web:1.0"], "sizeBytes": 1000}], "declaredFeatures": ["F"],
+                       "conditions": [{"type": "Ready", "status": "True"}],
+                       "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                       "nodeInfo": {"kubeletVersion": "v1.37.1"}, "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}}}
+    original, trimmed = NodeInfo(copy.deepcopy(node)), NodeInfo(trim_node(node))
+    for slot in ("name", "labels", "taints", "unschedulable", "declared_features"):
+        assert getattr(trimmed, slot) == getattr(original, slot)
+    assert trimmed.allocatable == original.allocatable
+    assert {k: v.size for k, v in trimmed.image_states.items()} == {k: v.size for k, v in original.image_states.items()}
+    assert sorted(node["status"]) == ["allocatable", "capacity", "conditions", "declaredFeatures", "images"]
+    assert "managedFields" not in node["metadata"] and node["metadata"]["annotations"] == {"x": "y"}
+
+
+def test_informer_stores_and_reports_transformed_objects():
+    stop = threading.Event()
+
+    class Client:
+        def list(self, path, params=None, page_size=0):
+            return {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": [full_pod()]}
+
+        def watch(self, path, resource_version, timeout_seconds=300, bookmarks=True):
+            modified = full_pod()
+            modified["metadata"]["resourceVersion"] = "43"
+            yield {"type": "MODIFIED", "object": modified}
+            stop.set()
+
+    seen = []
+    informer = Informer(Client(), "/api/v1/pods", name="pods", on_add=seen.append,
+                        on_update=lambda old, new: seen.append(new), on_delete=seen.append, transform=trim_pod)
+    informer.stop = stop
+    informer.run()
+    assert len(seen) == 2
+    for obj in seen + informer.list():
+        assert "managedFields" not in obj["metadata"] and "qosClass" not in obj["status"]
+    assert informer.list()[0]["kind"] == "Pod"
+
+
+def test_generic_informers_drop_only_managed_fields():
+    pdb = {"metadata": {"name": "p", "managedFields": MANAGED_FIELDS}, "status": {"disruptionsAllowed": 1}}
+    assert trim_metadata(pdb) == {"metadata": {"name": "p"}, "status": {"disruptionsAllowed": 1}}
