@@ -95,10 +95,10 @@ def markdown_table(document: dict) -> str:
         lines.append(f"| {r['workload']} | {qps} | {r['scheduler']} | {_cell(r['nodes'])} | {_cell(r['pods'])} "
                      f"| {bound} | {_cell(r['pods_per_s'], 1)} | {_cell(r['p50_ms'])} | {_cell(r['p99_ms'])} "
                      f"| {_cell(r['startup_s'], 2)} | {_cell(r['cpu_s'], 1)} | {_cell(r['peak_rss_mb'])} |")
+    if not all(r["complete"] for r in records):
+        lines += ["", "⚠: not every pod was bound (the run timed out or the scheduler exited); see `failure` in "
+                      "`bench/results/latest.json`."]
     lines += [
-        "",
-        "⚠: not every pod was bound (the run timed out or the scheduler exited); see `failure` in "
-        "`bench/results/latest.json`.",
         "",
         "Throughput ratios (pods/s):",
         "",

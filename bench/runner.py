@@ -136,7 +136,7 @@ def run_timeout(workload: Workload, cap_s: float) -> float:
     """Generous for a slow scheduler, bounded so one stuck run cannot stall the whole bench."""
     if workload.mode == "steady":
         return workload.pods / workload.rate_per_s + min(cap_s, 120)
-    return min(cap_s, 120 + workload.pods / 5)
+    return min(cap_s, 120 + workload.pods * workload.timeout_per_pod_s)
 
 
 def _wait_warm(ctx: RunContext, running: RunningScheduler, scheduler_name: str, label: str) -> None:

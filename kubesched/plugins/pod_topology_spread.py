@@ -105,6 +105,42 @@ def count_pods_match_selector(pods: dict[str, PodInfo], selector: Selector, name
     return count
 
 
+class MatchCounts:
+    """count_pods_match_selector per node, remembered across cycles for each (selector, namespace).
+
+    Hot path: PreFilter and PreScore count the matching pods on every node, every cycle,
+    although between two cycles only the nodes the last binding touched change. An entry
+    holds the NodeInfo it was counted on and that node's generation; the snapshot replaces
+    a changed node's NodeInfo and every change to a NodeInfo's pods or labels raises its
+    generation, so an entry is reused only for the very same, unchanged node.
+    """
+
+    MAX_SELECTORS = 64  # distinct (selector, namespace) pairs kept before starting afresh
+
+    __slots__ = ("tables",)
+
+    def __init__(self) -> None:
+        self.tables: dict[tuple, dict[str, tuple[NodeInfo, int, int]]] = {}
+
+    def table(self, selector: Selector, namespace: str) -> dict[str, tuple[NodeInfo, int, int]]:
+        key = (selector.requirements, selector.nothing, namespace)
+        table = self.tables.get(key)
+        if table is None:
+            if len(self.tables) >= self.MAX_SELECTORS:
+                self.tables = {}
+            table = self.tables[key] = {}
+        return table
+
+    @staticmethod
+    def count(table: dict[str, tuple[NodeInfo, int, int]], node: NodeInfo, selector: Selector, namespace: str) -> int:
+        entry = table.get(node.name)
+        if entry is not None and entry[0] is node and entry[1] == node.generation:
+            return entry[2]
+        count = count_pods_match_selector(node.pods, selector, namespace) if node.pods else 0
+        table[node.name] = (node, node.generation, count)
+        return count
+
+
 class CriticalPaths:
     """The two domains with the fewest matching pods, maintained as upstream's criticalPaths."""
 
@@ -219,6 +255,7 @@ class PodTopologySpread:
         self._label_missing = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NODE_LABEL_NOT_MATCH,
                                      plugin=self.name)
         self._skewed = Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=self.name)
+        self.match_counts = MatchCounts()
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.ASSIGNED_POD,
@@ -315,17 +352,22 @@ class PodTopologySpread:
         tp_maps: list[dict[str, int]] = [{} for _unused in constraints]
         namespace = pod.namespace
         policies_matter = self._policies_matter(constraints, required)
+        count = self.match_counts.count
+        tables = [self.match_counts.table(c.selector, namespace) for c in constraints]
         for node in nodes:  # hot path: every node, every cycle
             labels = node.labels
             if not node_labels_match_constraints(labels, constraints):
                 continue
-            pods = node.pods
             for i, c in enumerate(constraints):
                 if policies_matter and not c.matches_node_inclusion_policies(pod, node, required):
                     continue
                 value = labels[c.topology_key]
-                tp_maps[i][value] = tp_maps[i].get(value, 0) + (
-                    count_pods_match_selector(pods, c.selector, namespace) if pods else 0)
+                entry = tables[i].get(node.name)  # MatchCounts.count inlined: most nodes hit
+                if entry is not None and entry[0] is node and entry[1] == node.generation:
+                    matched = entry[2]
+                else:
+                    matched = count(tables[i], node, c.selector, namespace)
+                tp_maps[i][value] = tp_maps[i].get(value, 0) + matched
         paths = []
         for tp_map in tp_maps:
             p = CriticalPaths()
@@ -379,6 +421,33 @@ class PodTopologySpread:
                 return self._skewed
         return None
 
+    def filter_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
+        """filter over many nodes: the answer depends only on each constraint's domain of the
+        node, so it is worked out once per domain (hot path: a few zones, thousands of nodes)."""
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if s is None:
+            return [self.filter(state, pod, node) for node in nodes]
+        checks = [(c.topology_key, {}, s.tp_value_to_match_num[i], s.self_match[i] - s.min_match_num(i, c.min_domains),
+                   c.max_skew) for i, c in enumerate(s.constraints)]
+        label_missing, skewed = self._label_missing, self._skewed
+        out: list[Status | None] = []
+        for node in nodes:
+            labels = node.labels
+            result = None
+            for key, decided, match_num, offset, max_skew in checks:
+                value = labels.get(key)
+                if value is None:
+                    result = label_missing
+                    break
+                verdict = decided.get(value, False)
+                if verdict is False:
+                    verdict = decided[value] = skewed if match_num.get(value, 0) + offset > max_skew else None
+                if verdict is not None:
+                    result = verdict
+                    break
+            out.append(result)
+        return out
+
     # --- score -----------------------------------------------------------------------
 
     def pre_score(self, state, pod: PodInfo, filtered_nodes: list[NodeInfo]) -> Status | None:
@@ -411,6 +480,8 @@ class PodTopologySpread:
             weights.append(math.log(size + 2))
         required = RequiredNodeAffinity.of_pod(pod)
         policies_matter = self._policies_matter(constraints, required)
+        count = self.match_counts.count
+        tables = [self.match_counts.table(c.selector, pod.namespace) for c in constraints]
         for node in all_nodes:  # hot path: every node, every cycle
             if require_all_topologies and not node_labels_match_constraints(node.labels, constraints):
                 continue
@@ -421,7 +492,7 @@ class PodTopologySpread:
                 if value not in counts[i]:
                     continue
                 if node.pods:
-                    counts[i][value] += count_pods_match_selector(node.pods, c.selector, pod.namespace)
+                    counts[i][value] += count(tables[i], node, c.selector, pod.namespace)
         s.topology_value_to_pod_counts = counts
         s.topology_normalizing_weight = weights
         state.write(PRE_SCORE_STATE_KEY, s)

@@ -2,7 +2,7 @@
 
 Not a test. Run it from the repository root:
 
-    .venv/bin/python tests/perf/schedule_one.py [--nodes 5000] [--pods 3000] [--workload basic|affinity]
+    .venv/bin/python tests/perf/schedule_one.py [--nodes 5000] [--pods 3000] [--workload basic|affinity|spread]
 
 It registers the nodes with the scheduler's informer handlers (as the node watch would),
 then schedules pods one by one with the default profile; binds go to a client that
@@ -62,7 +62,9 @@ def node_manifest(index: int, workload: str) -> dict:
 
 
 def pod_manifest(index: int, workload: str) -> dict:
-    """pod-default.yaml (100m cpu, 500Mi); the affinity workload requires node-group=group-1."""
+    """pod-default.yaml (100m cpu, 500Mi); the affinity workload requires node-group=group-1, the
+    spread workload spreads its pods over the zones with maxSkew 5 (scheduler_perf's
+    TopologySpreading, as bench/workloads.py builds it)."""
     container = {"name": "pause", "image": "registry.k8s.io/pause:3.10",
                  "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}
     spec: dict[str, Any] = {"containers": [container], "schedulerName": "default-scheduler", "priority": 0}
@@ -70,6 +72,10 @@ def pod_manifest(index: int, workload: str) -> dict:
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchExpressions": [
                 {"key": "node-group", "operator": "In", "values": ["group-1"]}]}]}}}
+    if workload == "spread":
+        spec["topologySpreadConstraints"] = [{"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone",
+                                              "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": {"app": "bench"}}}]
     meta = {"name": f"pod-{index:06d}", "namespace": "bench", "uid": f"uid-{index:06d}", "resourceVersion": "1",
             "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": "bench"}}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
@@ -80,7 +86,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=200)
-    parser.add_argument("--workload", choices=("basic", "affinity"), default="basic")
+    parser.add_argument("--workload", choices=("basic", "affinity", "spread"), default="basic")
     parser.add_argument("--seed", type=int, default=1)
     opts = parser.parse_args()
 

@@ -284,3 +284,34 @@ def test_args_validation(args, field, message):
     with pytest.raises(PluginArgsError) as err:
         PodTopologySpread(args, FakeHandle())
     assert err.value.field == field and message in err.value.message
+
+
+def test_counts_remembered_across_cycles_follow_every_node_change():
+    """One plugin instance over many cycles (as the scheduler runs it) must count exactly what
+    a fresh instance counts, whatever changed on the nodes in between."""
+    zone = "topology.kubernetes.io/zone"
+    zones = {"node-a": {zone: "z1"}, "node-b": {zone: "z1"}, "node-c": {zone: "z2"}}
+    nodes = cluster({"node-a": [F, F], "node-b": [{"other": ""}], "node-c": [F]}, zones)
+    pod = make_pod(labels=F, tsc=[spread(1, zone, "DoNotSchedule")])
+    long_lived = PodTopologySpread(None, FakeHandle(nodes))
+
+    def counts(plugin, nodes):
+        state = CycleState()
+        plugin.pre_filter(state, pod, nodes)
+        return state.read("PreFilterPodTopologySpread").tp_value_to_match_num
+
+    def agree(nodes):
+        fresh = counts(PodTopologySpread(None, FakeHandle(nodes)), nodes)
+        assert counts(long_lived, nodes) == fresh
+        return fresh
+
+    assert agree(nodes) == [{"z1": 2, "z2": 1}]
+    place(nodes[1], make_pod("node-b-new", labels=F))  # the same NodeInfo, one more matching pod
+    assert agree(nodes) == [{"z1": 3, "z2": 1}]
+    replaced = nodes[0].clone()  # the snapshot's next NodeInfo for a node whose pods changed
+    replaced.remove_pod(next(iter(replaced.pods.values())))
+    nodes[0] = replaced
+    assert agree(nodes) == [{"z1": 2, "z2": 1}]
+    nodes[2].set_node({"metadata": {"name": "node-c", "labels": {zone: "z1"}}})  # relabelled into z1
+    assert agree(nodes) == [{"z1": 3}]
+    assert agree(cluster({"node-a": [], "node-b": [F], "node-c": [F]}, zones)) == [{"z1": 1, "z2": 1}]
