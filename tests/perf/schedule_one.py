@@ -6,7 +6,9 @@ Not a test. Run it from the repository root:
 
 It registers the nodes with the scheduler's informer handlers (as the node watch would),
 then schedules pods one by one with the default profile; binds go to a client that
-answers at once. It prints the mean CPU and wall milliseconds per pod of the scheduling
+answers at once. With --watch-lag N, each binding comes back as the pod watch's update
+N pods later (as on a real API server, where confirmations trail the scheduling loop and
+change nodes the next cycles look at). It prints the mean CPU and wall milliseconds per pod of the scheduling
 cycles (warm-up pods excluded) and how many nodes each cycle evaluated.
 """
 
@@ -33,9 +35,11 @@ class InstantClient:
 
     def __init__(self) -> None:
         self.binds = 0
+        self.bound: list[tuple[str, str]] = []  # (pod name, node), in binding order
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         self.binds += 1
+        self.bound.append((name, node_name))
 
     def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict:
         return {}
@@ -88,20 +92,37 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--workload", choices=("basic", "affinity", "spread"), default="basic")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--watch-lag", type=int, default=0, metavar="N",
+                        help="deliver each binding as a pod update N pods later (0: never)")
     opts = parser.parse_args()
 
     cfg = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                         "profiles": [{}]})
-    sched = Scheduler(cfg, InstantClient(), rng=random.Random(opts.seed))
+    client = InstantClient()
+    sched = Scheduler(cfg, client, rng=random.Random(opts.seed))
     for i in range(opts.nodes):
         sched.on_node_add(node_manifest(i, opts.workload))
     pods = [PodInfo(pod_manifest(i, opts.workload)) for i in range(opts.warmup + opts.pods)]
+    by_name = {pod.name: pod for pod in pods}
     hosts: dict[str, int] = {}
+    confirmed = 0
+
+    def confirm(upto: int) -> None:
+        nonlocal confirmed
+        while confirmed < upto:
+            name, node = client.bound[confirmed]
+            old = by_name[name].raw
+            new = dict(old, spec=dict(old["spec"], nodeName=node),
+                       metadata=dict(old["metadata"], resourceVersion="2"))
+            sched.on_pod_update(old, new)
+            confirmed += 1
 
     def run(batch: list[PodInfo]) -> tuple[float, float]:
         cpu0, wall0 = time.process_time(), time.perf_counter()
         for pod in batch:
             sched.schedule_one(pod)
+            if opts.watch_lag:
+                confirm(len(client.bound) - opts.watch_lag)
         sched.wait_for_binds(60)
         return time.process_time() - cpu0, time.perf_counter() - wall0
 
