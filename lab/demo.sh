@@ -5,15 +5,22 @@
 #                  landed and why. Safe to run again.
 #   demo.sh down   remove the containers and every demo object from the lab API server.
 # Needs the lab API server (make lab-up), Docker and the base image (make setup).
+# A private lab is chosen as for lab/lab.sh, and the inventory follows it: LAB_DIR (default
+# .lab), LAB_API_PORT (default 6443), LAB_ETCD_PORT, LAB_ETCD_PEER_PORT. KUBESCHED_CACHE
+# (default ~/.cache/kubesched) holds the masters' offline bundle.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=$ROOT/.venv
-LAB=$ROOT/.lab
+export LAB_DIR=${LAB_DIR:-$ROOT/.lab}
+export KUBESCHED_CACHE=${KUBESCHED_CACHE:-$HOME/.cache/kubesched}
+LAB=$LAB_DIR
 KUBECONFIG_ADMIN=$LAB/admin.kubeconfig
 IMAGE=${KUBESCHED_MASTER_IMAGE:-localhost/kubesched-master:bookworm}
 MASTERS=(master1 master2 master3)
 CONTAINER_PREFIX=kubesched-demo-
-INVENTORY=$ROOT/inventories/lab
+# The hosts file, not the directory: inventories/lab/my-scheduler.yml is a vars file, which
+# the directory's YAML inventory plugin would try to read as groups. group_vars/ still apply.
+INVENTORY=$ROOT/inventories/lab/hosts.yml
 
 export PATH=$VENV/bin:$PATH
 site_packages=("$VENV"/lib/python3*/site-packages)
@@ -21,6 +28,18 @@ export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$ROOT:${site_package
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
 export PYTHONPATH=$ROOT
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}
+
+# The lab variables that differ from the defaults, as a prefix for the commands we suggest.
+lab_env() {
+  local var prefix=""
+  [ "$LAB_DIR" = "$ROOT/.lab" ] || prefix+="LAB_DIR=$LAB_DIR "
+  for var in LAB_API_PORT LAB_ETCD_PORT LAB_ETCD_PEER_PORT KUBESCHED_CACHE; do
+    if [ -n "${!var:-}" ] && { [ "$var" != KUBESCHED_CACHE ] || [ "${!var}" != "$HOME/.cache/kubesched" ]; }; then
+      prefix+="$var=${!var} "
+    fi
+  done
+  printf '%s' "$prefix"
+}
 
 log() { printf '\ndemo: %s\n' "$*"; }
 die() { printf 'demo: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -58,17 +77,25 @@ install_offline_packages() {
   local container=$CONTAINER_PREFIX$1
   docker exec "$container" python3 -c 'import cryptography' 2>/dev/null && return
   docker exec "$container" mkdir -p /var/cache/kubesched-debs
-  docker cp "$HOME/.cache/kubesched/debs/." "$container:/var/cache/kubesched-debs/"
+  docker cp "$KUBESCHED_CACHE/debs/." "$container:/var/cache/kubesched-debs/"
   docker exec "$container" sh -c 'dpkg -i /var/cache/kubesched-debs/*.deb >/dev/null'
 }
 
-timed() {
-  local label=$1 start
-  shift
+# site.yml with its output kept in $LAB/demo-<name>.log; records how long it took and how
+# many tasks changed (from the PLAY RECAP), for the summary at the end.
+SITE_RUNS=()
+run_site() {
+  local name=$1 label=$2 output start ms changed
+  shift 2
+  output=$LAB/demo-$name.log
   start=$(date +%s%N)
-  "$@"
-  local ms=$((($(date +%s%N) - start) / 1000000))
-  printf 'demo: %s took %d.%01d s\n' "$label" $((ms / 1000)) $((ms % 1000 / 100))
+  if ! ansible-playbook -i "$INVENTORY" "$ROOT/playbooks/site.yml" "$@" 2>&1 | tee "$output"; then
+    die "site.yml ($label) failed; the output is above and in $output. Fix it and run 'make demo' again."
+  fi
+  ms=$((($(date +%s%N) - start) / 1000000))
+  changed=$(sed -n '/^PLAY RECAP/,$p' "$output" | grep -o 'changed=[0-9]*' | cut -d= -f2 | awk '{n += $1} END {print n + 0}')
+  SITE_RUNS+=("$(printf '%-30s %6d.%01d s   %s' "site.yml, $label:" $((ms / 1000)) $((ms % 1000 / 100)) \
+    "$([ "$changed" = 0 ] && echo 'changed=0 on every host (idempotent)' || echo "$changed tasks changed")")")
 }
 
 up() {
@@ -89,44 +116,48 @@ up() {
   done
 
   log "site.yml: the default scheduler (kubesched) on the three masters, rolling, leader last"
-  timed "site.yml (default scheduler)" ansible-playbook -i "$INVENTORY" "$ROOT/playbooks/site.yml"
+  run_site site-default "default scheduler"
   log "site.yml again with inventories/lab/my-scheduler.yml: my-scheduler beside it (S6, S7)"
-  timed "site.yml (my-scheduler)" ansible-playbook -i "$INVENTORY" "$ROOT/playbooks/site.yml" \
-    -e @"$INVENTORY/my-scheduler.yml"
+  run_site site-my-scheduler "my-scheduler" -e @"$ROOT/inventories/lab/my-scheduler.yml"
 
   log "S2: the node is not ready yet (taint added with the node_taint module)"
   kubesched_module node_taint "name=demo-node-notready-0 taints=node.kubernetes.io/not-ready:NoSchedule"
   log "workloads for S2, S3, S5 and S6"
   demo_py workloads
-  demo_py wait
-  log "where each pod landed, and why"
-  demo_py table
-
   log "S2: the node becomes ready: the taint is removed with the node_taint module (state=absent)"
   kubesched_module node_taint "name=demo-node-notready-0 taints=node.kubernetes.io/not-ready state=absent"
-  sleep 3
   demo_py wait
-  log "the table again"
-  demo_py table
 
+  log "where each pod landed, and why"
+  local verdict=0
+  demo_py table || verdict=$?
+
+  printf '\ndemo: timings\n'
+  printf '  %s\n' "${SITE_RUNS[@]}"
+  [ "$verdict" = 0 ] || die "the placements above are not what the scenarios say (rows marked !). The schedulers' logs:
+  docker exec ${CONTAINER_PREFIX}master1 journalctl -u kube-scheduler -u my-scheduler
+Tear the demo down with 'make demo-down'."
   cat <<MSG
 
 demo: done. The schedulers keep running in containers ${CONTAINER_PREFIX}master1..3:
   docker exec ${CONTAINER_PREFIX}master1 journalctl -u kube-scheduler -u my-scheduler
-  ansible-playbook -i inventories/lab playbooks/verify.yml
-Tear it all down with:  make demo-down
+  $(lab_env)ansible-playbook -i inventories/lab/hosts.yml playbooks/verify.yml
+Tear it all down with:  $(lab_env)make demo-down
 (Stop the demo before 'make test': its schedulers would bind the tests' pods.)
 MSG
 }
 
 down() {
   for m in "${MASTERS[@]}"; do docker rm -f "$CONTAINER_PREFIX$m" >/dev/null 2>&1 || true; done
-  echo "demo: containers removed"
+  # Any other container the demo labelled (an older run's, or one renamed by hand).
+  docker ps -aq --filter label=kubesched.io/demo=true | xargs -r docker rm -f >/dev/null
+  echo "demo: containers removed (the schedulers ran inside them)"
   if [ -s "$KUBECONFIG_ADMIN" ] && bash "$ROOT/lab/lab.sh" status >/dev/null 2>&1; then
     demo_py delete-workloads
     demo_py remove-namespaces kubesched-verify
     demo_py delete-nodes --prefix demo-node-
     ansible-playbook -i "$INVENTORY" "$ROOT/playbooks/demo-down.yml"
+    echo "demo: down. The lab API server still runs; stop it with: $(lab_env)make lab-down"
   else
     echo "demo: the lab API server is not running; nothing to remove there"
   fi
