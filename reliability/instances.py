@@ -160,7 +160,8 @@ class KubeschedInstance:
         return self.proc.returncode
 
 
-def kubesched_args(config_path: str | os.PathLike, port: int, *flags: str, bind_address: str = "127.0.0.1") -> list[str]:
+def kubesched_args(config_path: str | os.PathLike, port: int, *flags: str,
+                   bind_address: str = "127.0.0.1") -> list[str]:
     """The command line of one kubesched: its config, its secure port and address, klog at -v=2."""
     return [str(KUBESCHED), "--config", str(config_path), "--secure-port", str(port), "--bind-address", bind_address,
             "-v=2", *flags]

@@ -20,6 +20,11 @@ import yaml
 from reliability.cluster import ROOT, PrivateLab
 
 IMAGE = "localhost/kubesched-master:bookworm"
+CONFIG_DIR = "/etc/kubesched/kube-scheduler"
+# Every file the installed service reads when it starts (the role's scheduler_service_inputs).
+SERVICE_INPUTS = ("/etc/systemd/system/kube-scheduler.service", f"{CONFIG_DIR}/config.yaml", f"{CONFIG_DIR}/kubeconfig",
+                  *(f"{CONFIG_DIR}/pki/{name}" for name in ("ca.crt", "client.crt", "client.key", "serving.crt",
+                                                            "serving.key")))
 VENV_BIN = ROOT / ".venv" / "bin"
 
 
@@ -96,14 +101,18 @@ class Masters:
     # -- what a master runs -----------------------------------------------------------
 
     def service(self, name: str, unit: str = "kube-scheduler.service") -> dict:
-        """The unit's state, its main process and the installed configuration's digest."""
+        """The unit's state, its main process, the installed configuration's digest and one
+        digest over every file the service reads when it starts (unit, config, kubeconfig, PKI)."""
         show = self.exec(name, "systemctl", "show", unit, "-p", "ActiveState", "-p", "MainPID",
                          "-p", "NRestarts", "-p", "InvocationID", check=False).stdout
         props = dict(line.split("=", 1) for line in show.splitlines() if "=" in line)
-        config = self.exec(name, "cat", "/etc/kubesched/kube-scheduler/config.yaml", check=False).stdout
+        config = self.exec(name, "cat", f"{CONFIG_DIR}/config.yaml", check=False).stdout
+        # Digests only: the keys never leave the container.
+        digests = self.exec(name, "sh", "-c", "sha256sum " + " ".join(SERVICE_INPUTS) + " 2>&1", check=False).stdout
         return {"active": props.get("ActiveState", ""), "main_pid": props.get("MainPID", ""),
                 "restarts": props.get("NRestarts", ""), "invocation": props.get("InvocationID", ""),
-                "config_sha256": hashlib.sha256(config.encode()).hexdigest()[:16]}
+                "config_sha256": hashlib.sha256(config.encode()).hexdigest()[:16],
+                "inputs_sha256": hashlib.sha256(digests.encode()).hexdigest()[:16]}
 
     # -- Ansible ----------------------------------------------------------------------
 

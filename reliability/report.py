@@ -134,6 +134,7 @@ def render(data: dict) -> str:
     out += _targets(data)
     for suite in data["suites"]:
         out += _suite_section(suite)
+    out += _left_to_do(data)
     out += _method()
     return "\n".join(out).rstrip() + "\n"
 
@@ -201,9 +202,22 @@ def _suite_section(suite: dict) -> list[str]:
             lines.append(f"| {case['module']} | `{args}` | {case['message'][:110].replace('|', '/')} |")
         lines.append("")
     elif suite["name"] == "roles":
+        lines += ["| case | exit | failed at | masters touched | the first master after the run | first failure |",
+                  "|---|---|---|---|---|---|"]
         for case in suite["cases"]:
-            lines.append(f"- {case['case']}: exit {case['exit_code']}, failed at {case['failed_hosts'] or 'none'}, "
-                         f"masters touched {case['masters_touched'] or 'none'}; message: {case['message'][:200]}")
+            first = (case["failed_hosts"] or [""])[0]
+            state, earlier = case["after"].get(first, {}), case["before"].get(first, {})
+            same_inputs = state.get("inputs_sha256") == earlier.get("inputs_sha256")
+            restored = ("untouched" if first not in case["masters_touched"] else
+                        f"{state.get('active', '?')}, inputs {'as before' if same_inputs else 'CHANGED'}, "
+                        f"/healthz {case.get('first_master_healthz_after', '?')}")
+            lines.append(f"| {case['case']} | {case['exit_code']} | {', '.join(case['failed_hosts']) or 'none'} | "
+                         f"{', '.join(case['masters_touched']) or 'none'} | {restored} | "
+                         f"{case['message'][:160].replace('|', '/')} |")
+        lines.append("")
+        for case in suite["cases"]:
+            if case.get("final_message") and case["final_message"] != case["message"]:
+                lines.append(f"- {case['case']}, the role's last word: {case['final_message'][:400].replace('|', '/')}")
         lines.append("")
     elif suite["name"] == "security":
         items = suite["figures"].get("systemd_analyze_open_items") or []
@@ -211,11 +225,64 @@ def _suite_section(suite: dict) -> list[str]:
             lines += ["What `systemd-analyze security` still counts against the unit:", ""]
             lines += [f"    {item}" for item in items]
             lines.append("")
+        lines += _hardening(suite["figures"])
     for note in suite["notes"]:
         lines.append(f"Note: {note}")
     if suite["notes"]:
         lines.append("")
     return lines
+
+
+def _hardening(figures: dict) -> list[str]:
+    probes = figures.get("hardening_candidates") or []
+    if not probes:
+        return []
+    lines = [f"Sandbox settings the unit does not set yet, each tried on the installed service through a drop-in "
+             f"(exposure as installed: {_fmt(figures.get('systemd_analyze_exposure'))}). \"works\" means the "
+             "service restarted with it is active, answers /readyz over verified TLS, joined the leader election "
+             "and logged no permission or address-family error:", "",
+             "| candidate | settings | works | exposure with it | detail |", "|---|---|---|---|---|"]
+    for probe in probes:
+        settings = "; ".join(f"{key}={' '.join(values)}" for key, values in (probe.get("settings") or {}).items())
+        works = {True: "yes", False: "**no**", None: "-"}[probe["works"]] + (" (a trade)" if probe.get("trade") else "")
+        lines.append(f"| {probe['candidate']} | `{settings}` | {works} | {_fmt(probe.get('exposure'))} | "
+                     f"{str(probe.get('detail', ''))[:200].replace('|', '/')} |")
+    return lines + [""]
+
+
+def _left_to_do(data: dict) -> list[str]:
+    """What the measured results still leave open, from the results themselves."""
+    lines = ["## Left to do", ""]
+    roles = _suite(data, "roles")
+    unrolled = [c["name"].split(":", 1)[0] for c in roles.get("checks", [])
+                if "back on its previous inputs" in c["name"] and not c["passed"]]
+    if unrolled:
+        lines += [f"- Roll back a master that fails its health gate ({', '.join(unrolled)}): the rollout stops there,",
+                  "  so no other master follows, but that master is left on the broken inputs until a corrected run.",
+                  "  A rescue that reinstates the inputs the service last passed the gate with, and restarts it,",
+                  "  closes this (the role's rollback; see the roles suite's table)."]
+    probes = (data["figures"].get("hardening_candidates") or [])
+    working = [p for p in probes if p["works"] and not p.get("trade") and not p["candidate"].startswith("all")]
+    broken = [p for p in probes if p["works"] is False]
+    if working:
+        together = next((p for p in probes if p["candidate"].startswith("all") and p["works"]), None)
+        lines += [f"- Sandbox settings that worked on the container master and are not in the unit yet: "
+                  f"{', '.join(p['candidate'] for p in working)}"
+                  + (f" (exposure {_fmt(data['figures'].get('systemd_analyze_exposure'))} -> "
+                     f"{_fmt(together['exposure'])} with all of them)" if together else "")
+                  + ". IPAddressAllow must then list the API server's and the metrics scrapers' addresses, which are "
+                    "site-specific (the lab's are all on localhost)."]
+    if broken:
+        lines += [f"- Sandbox settings the service does not run with here: "
+                  f"{', '.join(p['candidate'] + ' (' + str(p['detail'])[:120] + ')' for p in broken)}."]
+    items = data["figures"].get("systemd_analyze_open_items") or []
+    if items:
+        lines += ["- The rest of what `systemd-analyze security` counts (see the security section) is what a networked",
+                  "  service needs: the host's network (PrivateNetwork), Internet sockets (AF_INET/AF_INET6) and the",
+                  "  host's root directory (RootDirectory/RootImage)."]
+    if len(lines) == 2:
+        lines.append("Nothing: every suite passed and every proposal measured is in place.")
+    return lines + [""]
 
 
 def _method() -> list[str]:
@@ -241,24 +308,19 @@ def _method() -> list[str]:
         "  that resets every connection (RST) three times in a row mid-drain.",
         "- **Races**: kubesched's client is throttled (qps 3) so decisions are taken long before their",
         "  binds; meanwhile the harness deletes some pending pods and binds others itself.",
-        "",
-        "## Left to do",
-        "",
-        "- The role stops the rollout at the first master that fails its health gate, so no other",
-        "  master follows, but it does not roll that master back: after `apiserver-unreachable` and",
-        "  `health-fails` the first master is left restarting with the broken input until a corrected",
-        "  run. A rescue in the rolling play that reinstates the last good configuration, unit and",
-        "  kubeconfig (kept beside them at install time) and restarts would close this. Inputs that",
-        "  fail before a restart (a configuration kubesched rejects, a missing CA key) leave every",
-        "  master untouched.",
-        "- `systemd-analyze security`: what still counts (see the security section) is mostly what a",
-        "  networked service needs (PrivateNetwork, AF_INET sockets, the host's root directory). Three",
-        "  more settings could lower the score where the deployment allows them, through",
-        "  `scheduler_unit_extra`: `PrivateUsers=yes` (0.2; needs user namespaces on the host),",
-        "  `IPAddressDeny=any` with `IPAddressAllow=` the API server's and the metrics scrapers'",
-        "  addresses (0.2; needs cgroup BPF; the addresses are site-specific, so not a default), and",
-        "  `RestrictAddressFamilies=AF_INET AF_INET6` without AF_UNIX (0.1; untested with NSS",
-        "  lookups). They are proposed, not applied: the container masters cannot prove them.",
+        "- **Role failure modes**: two systemd containers (rel-master1, rel-master2, host network on",
+        "  127.0.3.x) converged by playbooks/site.yml against the private lab, then site.yml again with",
+        "  one input broken. Before and after, each master's unit state, systemd invocation ID and one",
+        "  digest over every file the service reads (unit, config, kubeconfig, CA, keys and",
+        "  certificates) are compared; /healthz is asked over TLS verified against the cluster CA.",
+        "- **Exposure**: `systemd-analyze security kube-scheduler.service` on the first master. Each",
+        "  candidate setting is added as a drop-in, the unit restarted and checked (active, /readyz over",
+        "  verified TLS, leader election joined, no permission or address-family error in this",
+        "  invocation's journal), scored, and the drop-in removed again.",
+        "- **Key material**: every log this run wrote (kubesched's, the masters' journals, the Ansible",
+        "  outputs, the first converge run with `--diff -v`) is searched for PEM and base64 private key",
+        "  headers, a filled `client-key-data`, and pieces of the keys themselves (the lab's CA and",
+        "  admin keys, the keys the role issued) in both PEM and kubeconfig form.",
         "",
         "## Findings fixed on the way",
         "",

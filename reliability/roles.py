@@ -15,9 +15,12 @@ site.yml is run again with one thing broken at a time:
   master's address; the restarted service cannot serve, /healthz never answers, and the
   rollout stops at the first master.
 
-For each: the play fails, every master other than the first is untouched (same systemd
-invocation, same configuration digest, active), and for the first two cases the first
-master is untouched too. A final clean converge restores the masters.
+For each: the play fails for the reason the case expects, and every master other than the
+first is untouched (same systemd invocation, same digest over every file the service reads,
+active). In the first two cases the first master is untouched too. In the last two the first
+master was restarted on the broken inputs, so it must be rolled back: the same digest as
+before the run, active, and answering /healthz on its old address and port. A final clean
+converge restores the masters.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from pathlib import Path
 import yaml
 
 from reliability.cluster import Cluster, PrivateLab
+from reliability.instances import wait_until
 from reliability.masters import Masters
 from reliability.result import SuiteResult
+from reliability.security import https_get
 
 SITE = "playbooks/site.yml"
 
@@ -53,6 +58,12 @@ def _fatal_line(output: str) -> str:
                 message += ": " + stderr.group(1).split("\\n")[0]
             return f"[{task}] {message}"[:500]
     return first_error
+
+
+def _last_fatal(output: str) -> str:
+    """The message of the last failure: where the role says how the master was left."""
+    messages = re.findall(r'^(?:fatal|failed): .*?"msg": "((?:[^"\\]|\\.)*)"', output, re.M)
+    return messages[-1][:600] if messages else ""
 
 
 def _failed_hosts(output: str) -> list[str]:
@@ -96,16 +107,19 @@ class PortHolder:
             sock.close()
 
 
-def converge(result: SuiteResult, masters: Masters, label: str) -> bool:
-    rc, output, seconds = masters.playbook(SITE, masters.inventory())
+def converge(result: SuiteResult, masters: Masters, label: str, *extra: str) -> bool:
+    rc, output, seconds = masters.playbook(SITE, masters.inventory(), *extra)
     masters.converged = rc == 0
     result.figures[f"site_run_s_{label}"] = round(seconds, 1)
     return result.check(f"{label}: site.yml converges the masters", rc == 0,
                         _fatal_line(output) or f"{seconds:.0f} s")
 
 
-def failure_case(result: SuiteResult, masters: Masters, case: str, overrides: dict, first_untouched: bool,
-                 expect: str) -> None:
+def failure_case(result: SuiteResult, masters: Masters, lab: PrivateLab, case: str, overrides: dict,
+                 first_untouched: bool, expect: str) -> None:
+    """Run site.yml with overrides that break it. first_untouched: the failure comes before any
+    restart, so no master may change at all; else the first master restarts on the broken
+    inputs, fails its gate, and must be rolled back to the inputs it ran before."""
     before = {name: masters.service(name) for name in masters.names}
     masters.converged = False
     rc, output, seconds = masters.playbook(SITE, masters.inventory(**overrides))
@@ -113,13 +127,14 @@ def failure_case(result: SuiteResult, masters: Masters, case: str, overrides: di
     failed = _failed_hosts(output)
     message = _fatal_line(output)
     touched = [n for n in masters.names if before[n]["invocation"] != after[n]["invocation"]
-               or before[n]["config_sha256"] != after[n]["config_sha256"]]
+               or before[n]["inputs_sha256"] != after[n]["inputs_sha256"]]
     first = failed[0] if failed else ""
     others = [n for n in masters.names if n != first and n != "localhost"]
     others_ok = all(after[n]["active"] == "active" and n not in touched for n in others)
-    result.cases.append({"case": case, "overrides": {k: v for k, v in overrides.items() if "kubeconfig" not in k},
-                         "exit_code": rc, "failed_hosts": failed, "message": message,
-                         "masters_touched": touched, "before": before, "after": after, "seconds": round(seconds, 1)})
+    case_record = {"case": case, "overrides": {k: v for k, v in overrides.items() if "kubeconfig" not in k},
+                   "exit_code": rc, "failed_hosts": failed, "message": message, "final_message": _last_fatal(output),
+                   "masters_touched": touched, "before": before, "after": after, "seconds": round(seconds, 1)}
+    result.cases.append(case_record)
     result.check(f"{case}: the rollout fails", rc != 0, message)
     result.check(f"{case}: the rollout failed for this reason, not another", expect.lower() in message.lower(),
                  f"expected {expect!r} in: {message}")
@@ -128,11 +143,33 @@ def failure_case(result: SuiteResult, masters: Masters, case: str, overrides: di
     if first_untouched:
         result.check(f"{case}: no master was restarted or reconfigured", not touched,
                      f"touched: {touched or 'none'}")
-    else:
-        state = after.get(first, {})
-        result.note(f"{case}: the first master ({first or '?'}) was restarted with the broken input and was left "
-                    f"{state.get('active', '?')} (restarts {state.get('restarts', '?')}); the role does not roll "
-                    f"back a master that fails its health gate, it stops the rollout so no other master follows.")
+        return
+    was, now = before.get(first, {}), after.get(first, {})
+    result.check(f"{case}: the first master was restarted on the broken inputs (the rollback is exercised)",
+                 bool(first) and was.get("invocation") != now.get("invocation"),
+                 f"{first or '?'}: invocation {was.get('invocation', '?')[:8]} -> {now.get('invocation', '?')[:8]}")
+    health = _healthz(masters, lab, first) if first else ("no failed host", "")
+    case_record["first_master_healthz_after"] = health[0]
+    result.check(f"{case}: the first master is back on its previous inputs, active and answering /healthz",
+                 bool(first) and now.get("inputs_sha256") == was.get("inputs_sha256")
+                 and now.get("active") == "active" and health[0] == 200,
+                 f"{first or '?'}: inputs {was.get('inputs_sha256', '?')} -> {now.get('inputs_sha256', '?')}, "
+                 f"{now.get('active', '?')} (restarts {now.get('restarts', '?')}), /healthz {health[0]}; "
+                 f"the role said: {case_record['final_message'][-300:]}")
+
+
+def _healthz(masters: Masters, lab: PrivateLab, name: str) -> tuple[int | str, str]:
+    """/healthz of a master's service on its configured address and port, TLS verified against
+    the cluster CA; retried a little, as the rollback restarted it moments ago."""
+    url = f"https://{masters.addresses[name]}:{masters.secure_port}/healthz"
+    answers: list[tuple[int | str, str]] = []
+
+    def answered() -> bool:
+        answers.append(https_get(url, lab.ca_cert))
+        return answers[-1][0] == 200
+
+    wait_until(answered, 20, 1.0)
+    return answers[-1]
 
 
 def bring_up(result: SuiteResult, masters: Masters, reuse: bool = False) -> bool:
@@ -141,50 +178,12 @@ def bring_up(result: SuiteResult, masters: Masters, reuse: bool = False) -> bool
     rc, output = masters.prepare()
     if not result.check("the container masters are prepared (offline bundle installed)", rc == 0, output[-500:]):
         return False
-    if not converge(result, masters, "baseline"):
+    # --diff -v: the first install changes every file, keys and kubeconfig included, so this
+    # output is where a missing no_log or diff: false would show key material (security suite).
+    if not converge(result, masters, "baseline", "--diff", "-v"):
         return False
     masters.release_frozen = True
     return True
-
-
-def check_installed_service(result: SuiteResult, masters: Masters) -> None:
-    """Key modes and owners, the non-root sandboxed service and its exposure score, on one master."""
-    name = masters.names[0]
-    user = "kube-scheduler"
-    stats = masters.exec(name, "sh", "-c", "stat -c '%a %U %n' /etc/kubesched/kube-scheduler/pki/*.key "
-                         "/etc/kubesched/kube-scheduler/kubeconfig", check=False).stdout.split("\n")
-    stats = [line for line in stats if line.strip()]
-    bad = [line for line in stats if not line.startswith(f"600 {user} ")]
-    result.check("key files and the kubeconfig are 0600 and owned by the service user", bool(stats) and not bad,
-                 "; ".join(stats))
-    show = masters.exec(name, "systemctl", "show", "kube-scheduler.service", "-p", "MainPID", "-p", "User",
-                        "-p", "NoNewPrivileges", "-p", "ProtectSystem", "-p", "CapabilityBoundingSet",
-                        check=False).stdout
-    props = dict(line.split("=", 1) for line in show.splitlines() if "=" in line)
-    running_as = masters.exec(name, "ps", "-o", "user=", "-p", props.get("MainPID", "0"), check=False).stdout.strip()
-    result.check("the service runs as its own non-root user with NoNewPrivileges and ProtectSystem=strict",
-                 running_as == user and props.get("NoNewPrivileges") == "yes" and props.get("ProtectSystem") == "strict",
-                 f"process user {running_as!r}; {props}")
-    # The masters share the host's network, and ProtectProc=invisible hides the service from
-    # `ss -p`: so the configured address must be listening and no wildcard on the port.
-    listening = masters.exec(name, "ss", "-Hltn", f"sport = :{masters.secure_port}", check=False).stdout
-    local = [line.split()[3] for line in listening.splitlines() if len(line.split()) > 3]
-    wildcard = [a for a in local if a.rsplit(":", 1)[0] in ("0.0.0.0", "*", "[::]")]
-    result.check("the installed service's secure port binds to its configured address, not a wildcard",
-                 f"{masters.addresses[name]}:{masters.secure_port}" in local and not wildcard,
-                 f"scheduler_bind_address {masters.addresses[name]}; listening on the port: {local}")
-    analysis = masters.exec(name, "systemd-analyze", "security", "--no-pager", "kube-scheduler.service",
-                            check=False).stdout
-    match = re.search(r"Overall exposure level for kube-scheduler\.service:\s*([\d.]+)\s*(\S+)", analysis)
-    score = float(match.group(1)) if match else None
-    result.figures["systemd_analyze_exposure"] = score
-    result.figures["systemd_analyze_rating"] = match.group(2) if match else None
-    result.figures["systemd_analyze_open_items"] = [line.strip() for line in analysis.splitlines()
-                                                    if line.lstrip().startswith("✗")][:40]
-    result.check("systemd-analyze security rates the unit (exposure score recorded)", score is not None,
-                 f"{score} {match.group(2) if match else analysis[-300:]}")
-    journal = masters.exec(name, "journalctl", "--no-pager", "-u", "kube-scheduler.service", check=False).stdout
-    (masters.workdir / f"{name}-journal.log").write_text(journal, encoding="utf-8")
 
 
 def run(lab: PrivateLab, cluster: Cluster, workdir: str, masters: Masters, reuse: bool = False) -> SuiteResult:
@@ -193,20 +192,21 @@ def run(lab: PrivateLab, cluster: Cluster, workdir: str, masters: Masters, reuse
     try:
         if not bring_up(result, masters, reuse):
             return result.finish()
-        failure_case(result, masters, "bad-config", {"scheduler_profiles": [
-            {"schedulerName": "default-scheduler",
-             "plugins": {"score": {"enabled": [{"name": "NoSuchPlugin", "weight": 1}]}}}]},
-            first_untouched=True, expect="unknown plugin 'NoSuchPlugin'")
-        failure_case(result, masters, "ca-key-missing", {"scheduler_ca_key_path": lab.ca_key + ".missing",
-                                                         "scheduler_serving_extra_dns_names": ["reissue.example"]},
+        failure_case(result, masters, lab, "bad-config",
+                     {"scheduler_profiles": [{"schedulerName": "default-scheduler", "plugins": {
+                         "score": {"enabled": [{"name": "NoSuchPlugin", "weight": 1}]}}}]},
+                     first_untouched=True, expect="unknown plugin 'NoSuchPlugin'")
+        failure_case(result, masters, lab, "ca-key-missing",
+                     {"scheduler_ca_key_path": lab.ca_key + ".missing",
+                      "scheduler_serving_extra_dns_names": ["reissue.example"]},
                      first_untouched=True, expect=".missing")
-        failure_case(result, masters, "apiserver-unreachable", {"scheduler_api_server": "https://127.0.0.1:1",
-                                                                "scheduler_health_timeout": 20},
+        failure_case(result, masters, lab, "apiserver-unreachable",
+                     {"scheduler_api_server": "https://127.0.0.1:1", "scheduler_health_timeout": 20},
                      first_untouched=False, expect="election")
         holder = PortHolder(list(masters.addresses.values()))
         try:
-            failure_case(result, masters, "health-fails", {"scheduler_secure_port": holder.port,
-                                                           "scheduler_health_timeout": 20},
+            failure_case(result, masters, lab, "health-fails",
+                         {"scheduler_secure_port": holder.port, "scheduler_health_timeout": 20},
                          first_untouched=False, expect="Request failed")
         finally:
             holder.close()

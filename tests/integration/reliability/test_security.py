@@ -1,6 +1,8 @@
 """Security checks of kubesched against the private lab (the installed unit is checked by
 `make reliability` on container masters)."""
 
+import base64
+
 import pytest
 
 from reliability import security
@@ -41,8 +43,21 @@ def test_tls_is_verified_by_default(private_lab, cluster, workdir):
 
 @pytest.mark.parametrize("text, leaks", [
     ("I1122 ... \"Starting kubesched\"", False),
+    ("TASK [The kubeconfig embeds client-key-data from the issued key] ****", False),
+    ("-----BEGIN CERTIFICATE-----\nMIIBkTCCATegAwIBAgIU", False),
     ("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE", True),
-    ("users:\n- user:\n    client-key-data: LS0tLS1CRUdJTi", True),
+    ("users:\n- user:\n    client-key-data: LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0t", True),
+    ('"content": "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCk1JR0hBZ0VBTUJN"', True),
+    ('{"client-key-data": "bm90IGEgcmVhbCBrZXkgYnV0IGZpbGxlZA=="}', True),
 ])
 def test_the_key_material_scan_finds_keys(text, leaks):
     assert bool(security.key_material_in({"log": text}, [])) is leaks
+
+
+def test_a_key_is_recognised_in_pem_and_in_kubeconfig_form():
+    pem = "-----BEGIN EC PRIVATE KEY-----\n" + "MHcCAQEEIBx9" * 12 + "\n-----END EC PRIVATE KEY-----\n"
+    fragments = security.key_fragments(pem)
+    embedded = base64.b64encode(pem.encode()).decode()
+    assert security.key_material_in({"printed as a file": "x " + pem.splitlines()[1][:70]}, fragments)
+    assert security.key_material_in({"part of a kubeconfig field": f"key: ...{embedded[50:]}"}, fragments)
+    assert not security.key_material_in({"another text": embedded[:40].lower()}, fragments)
