@@ -1,6 +1,6 @@
 """`make reliability`: run the suites, print a summary, write the JSON and the doc.
 
-    .venv/bin/python -m reliability                      everything (about 20 minutes)
+    .venv/bin/python -m reliability                      everything (35-45 minutes on 2 busy CPUs)
     .venv/bin/python -m reliability --suite failover     one suite (repeatable)
     .venv/bin/python -m reliability --keep-lab           leave the private lab running
     .venv/bin/python -m reliability --keep-masters       leave the container masters running, and

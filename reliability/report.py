@@ -17,10 +17,17 @@ DOC = ROOT / "docs" / "reliability.md"
 HEADLINE = ("takeover_s_sigkill", "takeover_s_sigterm", "pods_lost", "double_binds")
 
 
+# What the suites run: a change here that is not committed makes the run's commit "+dirty".
+MEASURED_PATHS = ("kubesched", "roles", "playbooks", "plugins", "reliability", "lab", "pyproject.toml",
+                  ":(exclude)reliability/results")
+
+
 def _commit() -> str:
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
                           check=False)
-    return done.stdout.strip()
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *MEASURED_PATHS],
+                             capture_output=True, text=True, cwd=ROOT, check=False)
+    return done.stdout.strip() + ("+dirty" if changed.stdout.strip() else "")
 
 
 def build(suites: list[dict], settings: dict) -> dict:
