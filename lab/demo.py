@@ -250,16 +250,20 @@ def event_reporter(event) -> str:
     return event.reporting_component or (event.source.component if event.source else "") or ""
 
 
-def scheduling_history(events: list, pod_name: str, uid: str | None = None) -> list[str]:
+def scheduling_history(events: list, pod_name: str, uid: str | None = None, names: dict | None = None) -> list[str]:
     """The pod's scheduling events, oldest first, each once: "Reason (reporter): message".
 
     With a uid, only the events of that very pod, not of an earlier pod of the same name.
+    names maps pod uids to names, so "Preempted by pod <uid>" also says which pod.
     """
     mine = [e for e in events if e.involved_object.name == pod_name and e.reason in SCHEDULING_REASONS
             and (uid is None or e.involved_object.uid == uid)]
     lines: list[str] = []
     for event in sorted(mine, key=event_time):
-        line = f"{event.reason} ({event_reporter(event)}): {event.message}"
+        message = event.message or ""
+        for pod_uid, name in (names or {}).items():
+            message = message.replace(f"pod {pod_uid}", f"pod {pod_uid} ({name})")
+        line = f"{event.reason} ({event_reporter(event)}): {message}"
         if line not in lines:
             lines.append(line)
     return lines
@@ -290,6 +294,7 @@ def placements(core_v1) -> list[Placement]:
         events = core_v1.list_namespaced_event(namespace).items
         pods = {p.metadata.name: p for p in core_v1.list_namespaced_pod(namespace).items}
         preempted = {e.involved_object.name for e in events if e.reason == "Preempted"}
+        names = {p.metadata.uid: p.metadata.name for p in pods.values()}
         for demo_pod in all_demo_pods():
             if demo_pod.namespace != namespace:
                 continue
@@ -301,7 +306,7 @@ def placements(core_v1) -> list[Placement]:
             else:
                 node = live.spec.node_name or PENDING
                 scheduler, uid = live.spec.scheduler_name, live.metadata.uid
-            found.append(Placement(demo_pod, scheduler, node, scheduling_history(events, demo_pod.name, uid)))
+            found.append(Placement(demo_pod, scheduler, node, scheduling_history(events, demo_pod.name, uid, names)))
     return found
 
 

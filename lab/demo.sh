@@ -44,7 +44,10 @@ lab_env() {
 log() { printf '\ndemo: %s\n' "$*"; }
 die() { printf 'demo: ERROR: %s\n' "$*" >&2; exit 1; }
 demo_py() { "$VENV/bin/python" "$ROOT/lab/demo.py" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
-kubesched_module() { ansible localhost -o -m "kubesched.scheduler.$1" -a "$2 kubeconfig=$KUBECONFIG_ADMIN"; }
+kubesched_module() {
+  ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_INVENTORY_UNPARSED_WARNING=false \
+    ansible localhost -m "kubesched.scheduler.$1" -a "$2 kubeconfig=$KUBECONFIG_ADMIN"
+}
 
 preflight() {
   [ -x "$VENV/bin/ansible-playbook" ] || die "the venv is missing; run 'make setup'."
@@ -96,6 +99,7 @@ run_site() {
   changed=$(sed -n '/^PLAY RECAP/,$p' "$output" | grep -o 'changed=[0-9]*' | cut -d= -f2 | awk '{n += $1} END {print n + 0}')
   SITE_RUNS+=("$(printf '%-30s %6d.%01d s   %s' "site.yml, $label:" $((ms / 1000)) $((ms % 1000 / 100)) \
     "$([ "$changed" = 0 ] && echo 'changed=0 on every host (idempotent)' || echo "$changed tasks changed")")")
+  printf 'demo: %s\n' "${SITE_RUNS[-1]}"
 }
 
 up() {

@@ -56,7 +56,7 @@ def as_the_scenarios_say() -> tuple[dict, dict]:
                           "untolerated taint {node.kubernetes.io/not-ready: }.", 1),
                     event("waits-for-ready-node", "FailedScheduling", "0/4 nodes are available: 1 node(s) had "
                           "untolerated taint {node.kubernetes.io/not-ready: }.", 2)],
-        "demo-s5": [event("low-priority-2", "Preempted", "Preempted by pod 1234 on node demo-node-2", 3)],
+        "demo-s5": [event("low-priority-2", "Preempted", "Preempted by pod uid-high-priority on node demo-node-2", 3)],
     }
     return pods, events
 
@@ -79,7 +79,9 @@ def test_an_earlier_pod_of_the_same_name_lends_no_history():
 
 def test_placements_as_the_scenarios_say_raise_no_surprise():
     found = demo.placements(FakeCoreV1(*as_the_scenarios_say()))
-    assert {p.demo_pod.name: p.node for p in found}["low-priority-2"] == demo.PREEMPTED
+    victim = {p.demo_pod.name: p for p in found}["low-priority-2"]
+    assert victim.node == demo.PREEMPTED
+    assert victim.history == ["Preempted (default-scheduler): Preempted by pod uid-high-priority (high-priority) on node demo-node-2"]
     assert demo.surprises(found) == []
 
 
