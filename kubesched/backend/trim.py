@@ -2,10 +2,9 @@
 
 Every pod and node the scheduler sees stays in memory for as long as it exists, so the
 informers keep only the fields that the framework, the plugins, the queue's update
-checks, the events and the status patches read; at 10,000 pods this is most of the
-scheduler's resident memory. Upstream's kube-scheduler drops managedFields the same way;
-kubesched drops more because its objects are Python dicts, several times larger than Go
-structs.
+checks, the events and the status patches read. At 10,000 pods this is most of the
+scheduler's resident memory: a benchmark pod as the API server returns it takes 11.3 KB
+as Python objects with its PodInfo, 6.5 KB trimmed (docs/performance.md).
 
 Dropped fields are either never read here or immutable on a live object, so an update
 that changes only dropped fields could not change a scheduling decision: the queue's
