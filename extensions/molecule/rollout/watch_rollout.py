@@ -1,7 +1,8 @@
 """Watch a leader-elected scheduler while a rollout runs, and report what users would feel.
 
 Polls the Lease every 0.1 s and creates a probe pod every --pod-interval seconds until the
---stop-file appears, then waits for every pod to be bound and writes a JSON report:
+--stop-file appears, deletes each pod once it is bound, then waits for every pod to be bound
+and writes a JSON report:
 
 - no_leader_windows: for each change of holder, the time between the old leader's last
   renewal (or its release) and the new leader's acquireTime, from the Lease's own times;
@@ -112,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
             name = pod["metadata"]["name"]
             if name in created and name not in bound and pod["spec"].get("nodeName"):
                 bound[name] = seen
+                # A bound probe has served its purpose; removing it keeps the fake nodes'
+                # pod capacity free however long the rollout takes.
+                core.delete_namespaced_pod(name, args.namespace, grace_period_seconds=0, _preload_content=False)
         if deadline is not None and (len(bound) == len(created) or now > deadline):
             break
         time.sleep(0.1)
