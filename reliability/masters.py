@@ -8,6 +8,7 @@ are never touched. They are removed by name when the suite ends.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -102,17 +103,32 @@ class Masters:
 
     def service(self, name: str, unit: str = "kube-scheduler.service") -> dict:
         """The unit's state, its main process, the installed configuration's digest and one
-        digest over every file the service reads when it starts (unit, config, kubeconfig, PKI)."""
+        digest over every file the service reads when it starts (unit, config, kubeconfig, PKI),
+        their owners and modes included."""
         show = self.exec(name, "systemctl", "show", unit, "-p", "ActiveState", "-p", "MainPID",
                          "-p", "NRestarts", "-p", "InvocationID", check=False).stdout
         props = dict(line.split("=", 1) for line in show.splitlines() if "=" in line)
         config = self.exec(name, "cat", f"{CONFIG_DIR}/config.yaml", check=False).stdout
-        # Digests only: the keys never leave the container.
-        digests = self.exec(name, "sh", "-c", "sha256sum " + " ".join(SERVICE_INPUTS) + " 2>&1", check=False).stdout
+        # Digests, owners and modes only: the keys never leave the container. A file restored with
+        # the right content but the wrong owner is not the same input to the service.
+        files = " ".join(SERVICE_INPUTS)
+        listing = self.exec(name, "sh", "-c", f"sha256sum {files} 2>&1; stat -c '%n %U %G %a' {files} 2>&1",
+                            check=False).stdout
+        inputs = {path: [] for path in SERVICE_INPUTS}
+        for line in listing.splitlines():
+            digest, _sep, path = line.partition("  ")
+            if path in inputs:
+                inputs[path].append(digest[:12])
+                continue
+            path, _sep, owner_mode = line.partition(" ")
+            if path in inputs:
+                inputs[path].append(owner_mode)
+        inputs = {path: " ".join(facts) or "missing" for path, facts in inputs.items()}
         return {"active": props.get("ActiveState", ""), "main_pid": props.get("MainPID", ""),
                 "restarts": props.get("NRestarts", ""), "invocation": props.get("InvocationID", ""),
                 "config_sha256": hashlib.sha256(config.encode()).hexdigest()[:16],
-                "inputs_sha256": hashlib.sha256(digests.encode()).hexdigest()[:16]}
+                "inputs_sha256": hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16],
+                "inputs": inputs}
 
     # -- Ansible ----------------------------------------------------------------------
 

@@ -12,6 +12,9 @@ from reliability.cluster import ROOT
 
 RESULTS = ROOT / "reliability" / "results" / "latest.json"
 DOC = ROOT / "docs" / "reliability.md"
+# Hand-written reading of the latest results (causes found, fixes proposed), placed in the doc
+# after the targets it explains; rewrite it with each committed run.
+ANALYSIS = ROOT / "reliability" / "results" / "analysis.md"
 
 # The figures issue 7 asks for, and where they come from.
 HEADLINE = ("takeover_s_sigkill", "takeover_s_sigterm", "pods_lost", "double_binds")
@@ -139,6 +142,8 @@ def render(data: dict) -> str:
         "",
     ]
     out += _targets(data)
+    if ANALYSIS.exists():
+        out += [ANALYSIS.read_text(encoding="utf-8").rstrip(), ""]
     for suite in data["suites"]:
         out += _suite_section(suite)
     out += _left_to_do(data)
@@ -264,10 +269,9 @@ def _left_to_do(data: dict) -> list[str]:
     unrolled = [c["name"].split(":", 1)[0] for c in roles.get("checks", [])
                 if "back on its previous inputs" in c["name"] and not c["passed"]]
     if unrolled:
-        lines += [f"- Roll back a master that fails its health gate ({', '.join(unrolled)}): the rollout stops there,",
-                  "  so no other master follows, but that master is left on the broken inputs until a corrected run.",
-                  "  A rescue that reinstates the inputs the service last passed the gate with, and restarts it,",
-                  "  closes this (the role's rollback; see the roles suite's table)."]
+        lines += [f"- The first master did not come back from a failed update in: {', '.join(unrolled)}. The rollout",
+                  "  still stops there, so no other master follows, but that master is left down until a corrected",
+                  "  run. What the role and the service said is under 'Targets missed'."]
     probes = (data["figures"].get("hardening_candidates") or [])
     working = [p for p in probes if p["works"] and not p.get("trade") and not p["candidate"].startswith("all")]
     broken = [p for p in probes if p["works"] is False]

@@ -412,8 +412,9 @@ def _healthy(masters, name: str, lab: PrivateLab, invocation: str, timeout: floa
     if wait_until(state, timeout, 1.0):
         return True, why
     # systemd's own words on a unit that cannot start are logged for the unit, not the invocation.
-    tail = masters.exec(name, "journalctl", "--no-pager", "--output=cat", "-n", "6", "-u", UNIT, check=False).stdout
-    return False, f"{why}; last unit log lines: {' / '.join(tail.split(chr(10))[-6:])}"[:700]
+    tail = masters.exec(name, "journalctl", "--no-pager", "--output=cat", "-n", "12", "-u", UNIT, check=False).stdout
+    failures = list(dict.fromkeys(line.strip() for line in tail.splitlines() if "fail" in line.lower()))
+    return False, f"{why}; systemd says: {' / '.join(failures[:3]) or tail[-300:]}"[:700]
 
 
 def probe_hardening(result: SuiteResult, lab: PrivateLab, masters) -> None:
