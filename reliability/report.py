@@ -272,6 +272,12 @@ def _left_to_do(data: dict) -> list[str]:
         lines += [f"- The first master did not come back from a failed update in: {', '.join(unrolled)}. The rollout",
                   "  still stops there, so no other master follows, but that master is left down until a corrected",
                   "  run. What the role and the service said is under 'Targets missed'."]
+    on_disk = [c["name"].split(":", 1)[0] for c in roles.get("checks", [])
+               if "keep their previous inputs on disk" in c["name"] and not c["passed"]]
+    if on_disk:
+        lines += [f"- Masters the rollout never reached had a service input changed on disk in: {', '.join(on_disk)}.",
+                  "  Their running service is untouched, but a crash or reboot would start it on inputs no gate",
+                  "  checked. What changed is under 'Targets missed'."]
     probes = (data["figures"].get("hardening_candidates") or [])
     working = [p for p in probes if p["works"] and not p.get("trade") and not p["candidate"].startswith("all")]
     broken = [p for p in probes if p["works"] is False]
