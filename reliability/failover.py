@@ -54,8 +54,11 @@ class Durations:
 
 
 class LeaseMonitor:
-    """Polls the Lease's holder and every instance's leader gauge; records when each holder
-    first appeared and the most instances that ever claimed leadership at once."""
+    """Watches the Lease's holder and polls every instance's leader gauge; records when each
+    holder first appeared and the most instances that ever claimed leadership at once.
+
+    A watch, not polling: a standby can take a released Lease within milliseconds, and a
+    poll would then miss the empty holder that marks the release."""
 
     def __init__(self, cluster: Cluster, lease: str, instances: list[KubeschedInstance], interval: float = 0.05):
         self.cluster = cluster
@@ -80,18 +83,36 @@ class LeaseMonitor:
         self.gauge_thread.join(5)
 
     def _run(self) -> None:
+        from kubernetes import watch
+        from kubernetes.client.rest import ApiException
+
         last: str | None = None
+        resource_version: str | None = None
         while not self.stop.is_set():
+            stream = watch.Watch()
             try:
-                holder = self.cluster.lease_holder("kube-system", self.lease)
-            except Exception:  # noqa: BLE001 - keep polling; an outage is not a holder change
-                holder = last
-            if holder is not None and holder != last:
-                now = time.monotonic()
-                self.history.append((now, holder))
-                self.wall[now] = time.time()
-                last = holder
-            self.stop.wait(self.interval)
+                # Short watches resumed from the last resourceVersion: no change is lost
+                # between them, and close() is noticed within a few seconds.
+                for event in stream.stream(self.cluster.coordination.list_namespaced_lease, "kube-system",
+                                           field_selector=f"metadata.name={self.lease}",
+                                           resource_version=resource_version, timeout_seconds=2):
+                    lease = event["object"]
+                    resource_version = lease.metadata.resource_version
+                    holder = (lease.spec.holder_identity or "") if lease.spec else ""
+                    if event["type"] != "DELETED" and holder != last:
+                        now = time.monotonic()
+                        self.history.append((now, holder))
+                        self.wall[now] = time.time()
+                        last = holder
+                    if self.stop.is_set():
+                        stream.stop()
+                        break
+            except ApiException as err:
+                if err.status == 410:  # too old: list again from now
+                    resource_version = None
+                self.stop.wait(self.interval)
+            except Exception:  # noqa: BLE001 - an API outage is not a holder change; watch again
+                self.stop.wait(self.interval)
 
     def _gauges(self) -> None:
         while not self.stop.is_set():
