@@ -262,18 +262,22 @@ def _hardening(figures: dict) -> list[str]:
     return lines + [""]
 
 
+def _failed_cases(suite: dict, check_phrase: str) -> list[str]:
+    """The cases (the part of a check's name before ':') whose check with this phrase failed."""
+    return [c["name"].split(":", 1)[0] for c in suite.get("checks", [])
+            if check_phrase in c["name"] and not c["passed"]]
+
+
 def _left_to_do(data: dict) -> list[str]:
     """What the measured results still leave open, from the results themselves."""
     lines = ["## Left to do", ""]
     roles = _suite(data, "roles")
-    unrolled = [c["name"].split(":", 1)[0] for c in roles.get("checks", [])
-                if "back on its previous inputs" in c["name"] and not c["passed"]]
+    unrolled = _failed_cases(roles, "back on its previous inputs")
     if unrolled:
         lines += [f"- The first master did not come back from a failed update in: {', '.join(unrolled)}. The rollout",
                   "  still stops there, so no other master follows, but that master is left down until a corrected",
                   "  run. What the role and the service said is under 'Targets missed'."]
-    on_disk = [c["name"].split(":", 1)[0] for c in roles.get("checks", [])
-               if "keep their previous inputs on disk" in c["name"] and not c["passed"]]
+    on_disk = _failed_cases(roles, "keep their previous inputs on disk")
     if on_disk:
         lines += [f"- Masters the rollout never reached had a service input changed on disk in: {', '.join(on_disk)}.",
                   "  Their running service is untouched, but a crash or reboot would start it on inputs no gate",
