@@ -15,7 +15,8 @@ if [ "${FORCE:-0}" != 1 ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
 fi
 command -v debootstrap >/dev/null 2>&1 || {
   [ "$(id -u)" = 0 ] || die "debootstrap is missing; install it (apt-get install debootstrap) as root."
-  apt-get install -y -q debootstrap >/dev/null || die "apt-get install debootstrap failed; run 'apt-get update' and retry."
+  { apt-get update -qq && apt-get install -y -q debootstrap; } >/dev/null ||
+    die "apt-get install debootstrap failed; check access to the Debian mirror."
 }
 work=$(mktemp -d /tmp/kubesched-image.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -42,8 +42,14 @@ for pkg in "${DEB_PACKAGES[@]}"; do
   compgen -G "$DEBS/${pkg}_*.deb" >/dev/null || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  (cd "$DEBS" && apt-get download -qq "${missing[@]}" 2>/dev/null) ||
-    die "apt-get download ${missing[*]} failed; run 'apt-get update' and retry."
+  # A machine that never ran apt-get update has no package lists: refresh them once (as
+  # root) rather than fail on the path only a fresh machine takes.
+  if ! (cd "$DEBS" && apt-get download -qq "${missing[@]}" 2>/dev/null); then
+    [ "$(id -u)" = 0 ] || die "apt-get download ${missing[*]} failed; run 'sudo apt-get update' and retry."
+    apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed; check access to the Debian mirror."
+    (cd "$DEBS" && apt-get download -qq "${missing[@]}") ||
+      die "apt-get download ${missing[*]} failed after apt-get update; check access to the Debian mirror."
+  fi
   echo "wheelhouse: fetched ${missing[*]} into $DEBS"
 fi
 echo "wheelhouse: $(find "$WHEELS" -maxdepth 1 -name '*.whl' | wc -l) wheels in $WHEELS, $(find "$DEBS" -maxdepth 1 -name '*.deb' | wc -l) packages in $DEBS"
