@@ -8,7 +8,7 @@ import re
 import subprocess
 from collections import Counter
 
-from bench.schedulers import ROOT
+from lab.private_lab import ROOT
 
 PY_SPY = os.path.join(ROOT, ".venv", "bin", "py-spy")
 # py-spy's raw format: "frame;frame;...;frame COUNT", a frame being "function (file:line)".

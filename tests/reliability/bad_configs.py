@@ -18,9 +18,9 @@ from pathlib import Path
 
 import yaml
 
-from reliability.cluster import ROOT
-from reliability.instances import KUBESCHED
-from reliability.result import SuiteResult
+from lab.private_lab import ROOT
+from tests.reliability.instances import KUBESCHED
+from tests.reliability.result import SuiteResult
 
 BASE = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
@@ -84,7 +84,7 @@ def _unreachable_kubeconfig(directory: Path) -> str:
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
         "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1",
-                                               "certificate-authority": str(ROOT / "reliability" / "__init__.py")}}],
+                                               "certificate-authority": str(ROOT / "tests" / "reliability" / "__init__.py")}}],
         "users": [{"name": "u", "user": {"token": "not-a-real-token"}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}), encoding="utf-8")
     return str(path)

@@ -1,5 +1,5 @@
-"""`python -m bench` (`make bench`): run the workloads against each scheduler and write
-bench/results/latest.json, the table in docs/performance.md and the throughput plot."""
+"""`python -m tests.bench` (`make bench`): run the workloads against each scheduler and write
+tests/bench/results/latest.json, the table in docs/performance.md and the throughput plot."""
 
 from __future__ import annotations
 
@@ -8,18 +8,19 @@ import os
 import sys
 import time
 
-from bench.cluster import ROOT, Cluster, DedicatedLab, NodeSet, remove_cluster_objects
-from bench.profile import summarise
-from bench.report import merge_results, write_docs, write_plot
-from bench.runner import Progress, RunContext, format_record, git_commit, run_one
-from bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, SCHEDULER_NAMES, available, pin_kubesched
-from bench.workloads import WORKLOADS, select
+from lab.private_lab import ROOT, PrivateLab
+from tests.bench.cluster import Cluster, NodeSet, remove_cluster_objects
+from tests.bench.profile import summarise
+from tests.bench.report import merge_results, write_docs, write_plot
+from tests.bench.runner import Progress, RunContext, format_record, git_commit, run_one
+from tests.bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, SCHEDULER_NAMES, available, pin_kubesched
+from tests.bench.workloads import WORKLOADS, select
 
 NAMESPACE = "kubesched-bench"
-RESULTS = os.path.join(ROOT, "bench", "results", "latest.json")
-PLOT = os.path.join(ROOT, "bench", "results", "throughput.png")
+RESULTS = os.path.join(ROOT, "tests", "bench", "results", "latest.json")
+PLOT = os.path.join(ROOT, "tests", "bench", "results", "throughput.png")
 DOCS = os.path.join(ROOT, "docs", "performance.md")
-WORKDIR = os.path.join(ROOT, "bench", "work")
+WORKDIR = os.path.join(ROOT, "tests", "bench", "work")
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -28,7 +29,7 @@ def _split(values: list[str] | None) -> list[str]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description=__doc__,
+        prog="python -m tests.bench", description=__doc__,
         epilog="Workloads: " + ", ".join(w.name for w in WORKLOADS)
         + ". By default the benchmark starts its own etcd and kube-apiserver (lab/lab.sh on free "
           "ports, data in WORKDIR/lab) so nothing else touches its nodes; --kubeconfig runs it "
@@ -59,7 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="start no new run after this many minutes; what was measured is kept")
     parser.add_argument("--profile", action="store_true",
                         help="sample kubesched with py-spy during its runs and write where its time goes to "
-                             "bench/results/profile-<workload>.txt; profiled runs are not recorded")
+                             "tests/bench/results/profile-<workload>.txt; profiled runs are not recorded")
     parser.add_argument("--list", action="store_true", help="print the runs that would be made and exit")
     args = parser.parse_args(argv)
     args.scheduler = _split(args.scheduler) or (["kubesched"] if args.profile else list(SCHEDULER_NAMES))
@@ -123,10 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         progress.log("bench: nothing to run")
         return 1
     os.makedirs(args.workdir, exist_ok=True)
-    lab = None if args.kubeconfig else DedicatedLab(args.workdir)
+    lab = None if args.kubeconfig else PrivateLab.on_free_ports(os.path.join(args.workdir, "lab"))
     cluster = Cluster(args.kubeconfig) if args.kubeconfig else None
     if lab:
-        progress.log(f"bench: the runs use their own etcd + kube-apiserver (lab/lab.sh, data in {lab.dir})")
+        progress.log(f"bench: the runs use their own etcd + kube-apiserver (lab/lab.sh, data in {lab.directory})")
     context = RunContext(cluster, NAMESPACE, args.workdir, cluster and NodeSet(cluster), progress,
                          args.run_timeout, lab)
     context.binder_concurrency = args.binder_concurrency

@@ -1,15 +1,15 @@
 """`make reliability`: run the suites, print a summary, write the JSON and the doc.
 
-    .venv/bin/python -m reliability                      everything (35-45 minutes on 2 busy CPUs)
-    .venv/bin/python -m reliability --suite failover     one suite (repeatable)
-    .venv/bin/python -m reliability --keep-lab           leave the private lab running
-    .venv/bin/python -m reliability --keep-masters       leave the container masters running, and
+    .venv/bin/python -m tests.reliability                      everything (35-45 minutes on 2 busy CPUs)
+    .venv/bin/python -m tests.reliability --suite failover     one suite (repeatable)
+    .venv/bin/python -m tests.reliability --keep-lab           leave the private lab running
+    .venv/bin/python -m tests.reliability --keep-masters       leave the container masters running, and
                                                          reuse running ones (for work on one suite)
 
 The private lab (default /tmp/rel-lab on 127.0.0.1:16643, etcd on 12579/12580; override with
 RELIABILITY_LAB_DIR, RELIABILITY_LAB_API_PORT, RELIABILITY_LAB_ETCD_PORT,
 RELIABILITY_LAB_ETCD_PEER_PORT) is started here and stopped at the end. A run of only some
-suites replaces those suites in reliability/results/latest.json and keeps the others.
+suites replaces those suites in tests/reliability/results/latest.json and keeps the others.
 """
 
 from __future__ import annotations
@@ -21,18 +21,19 @@ import signal
 import sys
 import time
 
-from reliability import apiserver, bad_configs, bad_module_inputs, failover, races, report, roles, security
-from reliability.cluster import ROOT, Cluster, PrivateLab
-from reliability.instances import stop_all
-from reliability.masters import Masters, image_available
-from reliability.result import SuiteResult
+from lab.private_lab import ROOT, PrivateLab
+from tests.reliability import apiserver, bad_configs, bad_module_inputs, failover, races, report, roles, security
+from tests.reliability.cluster import Cluster
+from tests.reliability.instances import stop_all
+from tests.reliability.masters import Masters, image_available
+from tests.reliability.result import SuiteResult
 
 SUITES = ("bad_configs", "failover", "apiserver", "races", "bad_module_inputs", "roles", "security")
-WORKDIR = ROOT / "reliability" / "work"
+WORKDIR = ROOT / "tests" / "reliability" / "work"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reliability", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m tests.reliability", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", action="append", choices=SUITES, help="run only this suite (repeatable)")
     parser.add_argument("--pods", type=int, default=2000, help="failover backlog (default 2000)")
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-masters", action="store_true",
                         help="leave the container masters running at the end, and reuse them when they already run")
     parser.add_argument("--render", action="store_true",
-                        help="only rewrite docs/reliability.md from reliability/results/latest.json")
+                        help="only rewrite docs/reliability.md from tests/reliability/results/latest.json")
     args = parser.parse_args(argv)
     chosen = args.suite or list(SUITES)
     if args.render:

@@ -8,7 +8,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable
 
-from bench.cluster import BENCH_LABEL, NodeGroup
+from tests.bench.cluster import BENCH_LABEL, NodeGroup
 
 ZONE_KEY = "topology.kubernetes.io/zone"
 MEASURED_LABEL = "kubesched.io/bench-measured"

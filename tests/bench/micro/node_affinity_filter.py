@@ -3,7 +3,7 @@ of a SchedulingNodeAffinity cycle (required node-group In [group-1]; half the no
 
 Not a test. Run it from the repository root:
 
-    .venv/bin/python tests/perf/node_affinity_filter.py [--repeat 300]
+    .venv/bin/python tests/bench/micro/node_affinity_filter.py [--repeat 300]
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import time
 
 sys.path.insert(0, ".")
-sys.path.insert(0, "tests/perf")
+sys.path.insert(0, "tests/bench/micro")
 
 from schedule_one import node_manifest, pod_manifest  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""reliability/results/latest.json and docs/reliability.md from the suites' results."""
+"""tests/reliability/results/latest.json and docs/reliability.md from the suites' results."""
 
 from __future__ import annotations
 
@@ -8,21 +8,21 @@ import subprocess
 import time
 from pathlib import Path
 
-from reliability.cluster import ROOT
+from lab.private_lab import ROOT
 
-RESULTS = ROOT / "reliability" / "results" / "latest.json"
+RESULTS = ROOT / "tests" / "reliability" / "results" / "latest.json"
 DOC = ROOT / "docs" / "reliability.md"
 # Hand-written reading of the latest results (causes found, fixes proposed), placed in the doc
 # after the targets it explains; rewrite it with each committed run.
-ANALYSIS = ROOT / "reliability" / "results" / "analysis.md"
+ANALYSIS = ROOT / "tests" / "reliability" / "results" / "analysis.md"
 
 # The figures issue 7 asks for, and where they come from.
 HEADLINE = ("takeover_s_sigkill", "takeover_s_sigterm", "pods_lost", "double_binds")
 
 
 # What the suites run: a change here that is not committed makes the run's commit "+dirty".
-MEASURED_PATHS = ("kubesched", "roles", "playbooks", "plugins", "reliability", "lab", "pyproject.toml",
-                  ":(exclude)reliability/results")
+MEASURED_PATHS = ("kubesched", "roles", "playbooks", "plugins", "tests/reliability", "lab", "pyproject.toml",
+                  ":(exclude)tests/reliability/results")
 
 
 def _commit() -> str:
@@ -104,9 +104,9 @@ def render(data: dict) -> str:
     out = [
         "# Reliability and security",
         "",
-        "Measured by `make reliability` (`.venv/bin/python -m reliability`), which runs every suite",
+        "Measured by `make reliability` (`.venv/bin/python -m tests.reliability`), which runs every suite",
         "against a private lab API server (lab/lab.sh with its own directory and ports, so one suite",
-        "may restart it) and writes `reliability/results/latest.json`. This page is generated from",
+        "may restart it) and writes `tests/reliability/results/latest.json`. This page is generated from",
         f"that file: written {data['generated_at']} at commit {data['commit']}, on {data['machine']['cpus']} CPUs",
         "(each suite's section says when it ran; a partial run replaces only the suites it ran).",
         "The fast suites also run in `make test` (tests/integration/reliability/).",

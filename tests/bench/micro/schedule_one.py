@@ -2,7 +2,7 @@
 
 Not a test. Run it from the repository root:
 
-    .venv/bin/python tests/perf/schedule_one.py [--nodes 5000] [--pods 3000] [--workload basic|affinity|spread]
+    .venv/bin/python tests/bench/micro/schedule_one.py [--nodes 5000] [--pods 3000] [--workload basic|affinity|spread]
 
 It registers the nodes with the scheduler's informer handlers (as the node watch would),
 then schedules pods one by one with the default profile; binds go to a client that
@@ -68,7 +68,7 @@ def node_manifest(index: int, workload: str) -> dict:
 def pod_manifest(index: int, workload: str) -> dict:
     """pod-default.yaml (100m cpu, 500Mi); the affinity workload requires node-group=group-1, the
     spread workload spreads its pods over the zones with maxSkew 5 (scheduler_perf's
-    TopologySpreading, as bench/workloads.py builds it)."""
+    TopologySpreading, as tests/bench/workloads.py builds it)."""
     container = {"name": "pause", "image": "registry.k8s.io/pause:3.10",
                  "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}
     spec: dict[str, Any] = {"containers": [container], "schedulerName": "default-scheduler", "priority": 0}

@@ -13,19 +13,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from bench.cluster import (
-    ROOT,
-    Cluster,
-    DedicatedLab,
-    NodeSet,
-    delete_pods,
-    ensure_namespace,
-    ensure_priority_class,
-)
-from bench.measure import BindWatcher, percentile
-from bench.profile import Sampler
-from bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, RunningScheduler, command_line
-from bench.workloads import MEASURED_LABEL, Workload, init_pod_bodies, node_names, pod_manifest
+from lab.pod_watch import PodWatch
+from lab.private_lab import ROOT, PrivateLab
+from tests.bench.cluster import Cluster, NodeSet, delete_pods, ensure_namespace, ensure_priority_class
+from tests.bench.measure import percentile
+from tests.bench.profile import Sampler
+from tests.bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, RunningScheduler, command_line
+from tests.bench.workloads import MEASURED_LABEL, Workload, init_pod_bodies, node_names, pod_manifest
 
 SAMPLE_INTERVAL_S = 0.5
 # One schedulerName for every scheduler, so a saved backlog serves each of them.
@@ -72,7 +66,7 @@ class RunContext:
     nodes: NodeSet | None
     progress: Progress
     run_timeout_s: float
-    lab: DedicatedLab | None = None
+    lab: PrivateLab | None = None
     saved_workload: str | None = None
     kubesched_source: str | None = None  # set by --pin-kubesched
     binder_concurrency: int = BINDER_CONCURRENCY
@@ -122,11 +116,11 @@ class RunContext:
 
 
 def git_commit(pinned: bool) -> str:
-    """HEAD, marked +dirty when the measured code (kubesched/, bench/) has uncommitted
+    """HEAD, marked +dirty when the measured code (kubesched/, tests/bench/) has uncommitted
     changes and kubesched runs from the working tree."""
     head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=False)
     commit = head.stdout.strip() or "unknown"
-    paths = ["bench"] if pinned else ["kubesched", "bench"]
+    paths = ["tests/bench"] if pinned else ["kubesched", "tests/bench"]
     status = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", *paths],
                             capture_output=True, text=True, check=False)
     return commit + ("+dirty" if status.stdout.strip() else "")
@@ -187,8 +181,8 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
     scheduler_name = SCHEDULER_NAME
     ctx.prepare(workload, label)
 
-    watcher = BindWatcher(ctx.cluster, ctx.namespace, f"{MEASURED_LABEL}=true")
-    watcher.start()
+    # Started before the scheduler: the first list settles what is bound already.
+    watcher = PodWatch(ctx.cluster.core_v1, ctx.namespace, f"{MEASURED_LABEL}=true").start()
     log_path = os.path.join(ctx.workdir, f"{scheduler}.log")
     running = RunningScheduler(scheduler, command_line(scheduler, ctx.cluster, ctx.workdir, scheduler_name,
                                                        qps, burst, ctx.kubesched_source,
@@ -231,7 +225,7 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
         if arrivals:
             arrivals.join()
         running.stop()
-        watcher.stop()
+        watcher.close()
         if sampler:
             sampler.finish()
     record = summarise(workload, scheduler, qps_profile, running, watcher.bound_at, created_at, failure,

@@ -26,19 +26,18 @@ import json
 import os
 import re
 import socket
-import ssl
 import subprocess
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 
 import yaml
 
-from reliability.cluster import ROOT, Cluster, PrivateLab
-from reliability.instances import scheduler_config, start_instance, wait_until
-from reliability.masters import CONFIG_DIR
-from reliability.result import SuiteResult
+from lab.private_lab import ROOT, PrivateLab
+from tests.reliability.cluster import Cluster
+from tests.reliability.instances import https_get, scheduler_config, start_instance, wait_until
+from tests.reliability.masters import CONFIG_DIR
+from tests.reliability.result import SuiteResult
+from tests.reliability.roles import bring_up
 
 SCHEDULER_USER = "system:kube-scheduler"
 # A PEM private key, and the base64 of one (how a kubeconfig embeds it): "-----BEGIN PRIVATE",
@@ -95,21 +94,6 @@ def issue(directory: Path, name: str, common_name: str, *, ca=None, server_ip: s
         fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                    serialization.NoEncryption()))
     return str(cert_path), str(key_path)
-
-
-def https_get(url: str, ca_file: str, client: tuple[str, str] | None = None) -> tuple[int | str, str]:
-    """GET with the server verified against ca_file (hostname checked); (status, body) or
-    ("tls-error", why) when the handshake fails."""
-    context = ssl.create_default_context(cafile=ca_file)
-    if client:
-        context.load_cert_chain(*client)
-    try:
-        with urllib.request.urlopen(url, context=context, timeout=5) as resp:
-            return resp.status, resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode(errors="replace")
-    except (ssl.SSLError, urllib.error.URLError, ConnectionError) as err:
-        return "tls-error", str(getattr(err, "reason", err))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -515,8 +499,6 @@ def run(lab: PrivateLab, cluster: Cluster, workdir: str, masters=None, masters_r
         except Exception as err:  # noqa: BLE001 - one check's failure must not hide the others
             result.check(f"{name}: check completes", False, repr(err)[:500])
     if masters is not None:
-        from reliability.roles import bring_up
-
         try:
             if masters_ready or bring_up(result, masters, reuse):
                 check_installed_service(result, lab, cluster, masters, workdir)

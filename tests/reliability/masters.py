@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from reliability.cluster import ROOT, PrivateLab
+from lab.private_lab import ROOT, PrivateLab
 
 IMAGE = "localhost/kubesched-master:bookworm"
 CONFIG_DIR = "/etc/kubesched/kube-scheduler"

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 
 import yaml
 
-from bench.cluster import BENCH_LABEL, ROOT, Cluster, free_ports
+from lab.private_lab import ROOT, free_ports
+from tests.bench.cluster import BENCH_LABEL, Cluster
 
 K8S_VERSION = "v1.37.1"
 CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "kubesched")
 KUBE_SCHEDULER = os.path.join(CACHE_DIR, K8S_VERSION, "bin", "kube-scheduler")
-RAW_BINDER_SOURCE = os.path.join(ROOT, "bench", "rawbinder")
+RAW_BINDER_SOURCE = os.path.join(ROOT, "tests", "bench", "rawbinder")
 RAW_BINDER = os.path.join(CACHE_DIR, "bench", "rawbinder")
 KUBESCHED = os.path.join(ROOT, ".venv", "bin", "kubesched")
 VENV_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
@@ -59,7 +60,7 @@ def build_raw_binder() -> str:
     if os.path.exists(RAW_BINDER) and os.path.getmtime(RAW_BINDER) >= newest:
         return RAW_BINDER
     if shutil.which("go") is None:
-        raise RuntimeError("the raw binder needs Go to build (bench/rawbinder); install Go 1.22 or newer")
+        raise RuntimeError("the raw binder needs Go to build (tests/bench/rawbinder); install Go 1.22 or newer")
     os.makedirs(os.path.dirname(RAW_BINDER), exist_ok=True)
     result = subprocess.run(["go", "build", "-o", RAW_BINDER, "."], cwd=RAW_BINDER_SOURCE,
                             capture_output=True, text=True, check=False)

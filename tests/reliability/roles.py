@@ -31,11 +31,11 @@ from pathlib import Path
 
 import yaml
 
-from reliability.cluster import Cluster, PrivateLab
-from reliability.instances import wait_until
-from reliability.masters import Masters
-from reliability.result import SuiteResult
-from reliability.security import https_get
+from lab.private_lab import PrivateLab
+from tests.reliability.cluster import Cluster
+from tests.reliability.instances import https_get, wait_until
+from tests.reliability.masters import Masters
+from tests.reliability.result import SuiteResult
 
 SITE = "playbooks/site.yml"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from reliability.cluster import ROOT
+from lab.private_lab import ROOT
 
 KUBESCHED = ROOT / ".venv" / "bin" / "kubesched"
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -224,3 +224,18 @@ def wait_until(predicate, timeout: float, interval: float = 0.05):
         if time.monotonic() >= deadline:
             return None
         time.sleep(interval)
+
+
+def https_get(url: str, ca_file: str, client: tuple[str, str] | None = None) -> tuple[int | str, str]:
+    """GET with the server verified against ca_file (hostname checked); (status, body) or
+    ("tls-error", why) when the handshake fails."""
+    context = ssl.create_default_context(cafile=ca_file)
+    if client:
+        context.load_cert_chain(*client)
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=5) as resp:
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode(errors="replace")
+    except (ssl.SSLError, urllib.error.URLError, ConnectionError) as err:
+        return "tls-error", str(getattr(err, "reason", err))

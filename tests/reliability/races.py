@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import uuid
 
-from reliability.cluster import Cluster, node_of
-from reliability.instances import scheduler_config, start_instance, wait_until
-from reliability.result import SuiteResult
+from lab.pod_watch import node_of
+from tests.reliability.cluster import Cluster
+from tests.reliability.instances import scheduler_config, start_instance, wait_until
+from tests.reliability.result import SuiteResult
 
 RACE_TAINT = {"key": "kubesched.io/reliability-race", "value": "foreign", "effect": "NoSchedule"}
 

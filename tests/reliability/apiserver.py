@@ -17,10 +17,12 @@ import signal
 import time
 import uuid
 
-from reliability.cluster import Cluster, PodWatch, PrivateLab, node_of
-from reliability.instances import scheduler_config, start_instance, wait_until
-from reliability.proxy import ResettingProxy
-from reliability.result import SuiteResult
+from lab.pod_watch import PodWatch, node_of
+from lab.private_lab import PrivateLab
+from tests.reliability.cluster import Cluster
+from tests.reliability.instances import scheduler_config, start_instance, wait_until
+from tests.reliability.proxy import ResettingProxy
+from tests.reliability.result import SuiteResult
 
 WATCH_EXPIRED = '"Watch expired, relisting"'
 WATCH_FAILED = '"Watch failed, retrying"'
@@ -32,7 +34,7 @@ def _drain(cluster: Cluster, workdir: str, label: str, pods: int, disrupt, kubec
     scheduler_name = f"rel-{label}-{uuid.uuid4().hex[:6]}"
     namespace = cluster.create_namespace(label)
     cluster.create_pods(namespace, pods, scheduler_name)
-    watch = PodWatch(cluster, namespace).start()
+    watch = PodWatch(cluster.core, namespace).start()
     instance = start_instance(scheduler_config(kubeconfig or cluster.kubeconfig, scheduler_name), workdir, label)
     out: dict = {"pods": pods, "namespace": namespace}
     try:

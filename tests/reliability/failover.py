@@ -22,9 +22,10 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from reliability.cluster import Cluster, PodWatch, node_of
-from reliability.instances import KubeschedInstance, scheduler_config, start_instance, wait_until
-from reliability.result import SuiteResult
+from lab.pod_watch import PodWatch, node_of
+from tests.reliability.cluster import Cluster
+from tests.reliability.instances import KubeschedInstance, scheduler_config, start_instance, wait_until
+from tests.reliability.result import SuiteResult
 
 
 @dataclass
@@ -144,7 +145,7 @@ def run_variant(cluster: Cluster, workdir: str, sig: int, *, pods: int = 2000, k
     scheduler_name = f"rel-failover-{label}-{uuid.uuid4().hex[:6]}"
     namespace = cluster.create_namespace(f"failover-{label}")
     cluster.create_pods(namespace, pods, scheduler_name)
-    watch = PodWatch(cluster, namespace).start()
+    watch = PodWatch(cluster.core, namespace).start()
     wait_until(lambda: len(watch.node) >= pods, 60)
     config = scheduler_config(cluster.kubeconfig, scheduler_name, lease_name=scheduler_name,
                               lease_duration=durations.lease, renew_deadline=durations.renew,

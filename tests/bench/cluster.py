@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +23,6 @@ from lab.fake_nodes import create_nodes
 # Every object the benchmark creates carries this label, so cleanup finds exactly those.
 BENCH_LABEL = "kubesched.io/bench"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class ApiError(RuntimeError):
@@ -258,108 +253,3 @@ def remove_cluster_objects(cluster: Cluster, namespace: str) -> None:
     finalize = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace},
                 "spec": {"finalizers": []}}
     cluster.request("PUT", f"/api/v1/namespaces/{namespace}/finalize", finalize, ok=(200, 404, 409))
-
-
-def free_ports(count: int) -> list[int]:
-    """Distinct loopback ports that are free now (held open together so none repeats)."""
-    sockets = [socket.socket() for _unused in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def _alive(pid: int) -> bool:
-    """Running, and not a zombie waiting for a parent that may never reap it."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-class DedicatedLab:
-    """A private etcd + kube-apiserver for the benchmark, started with lab/lab.sh on its own
-    ports and data directory, so no test that runs meanwhile on the shared lab touches the
-    benchmark's nodes and the benchmark's load slows no one's tests.
-
-    A workload's cluster state (nodes, init pods, the pending backlog) is built once and
-    saved as a copy of etcd's data; every scheduler's run starts from that same copy, on a
-    new kube-apiserver. That is fairer than deleting and recreating objects between runs (no
-    history, no warm caches) and saves recreating 10,000 pods per scheduler."""
-
-    def __init__(self, workdir: str):
-        self.dir = os.path.join(workdir, "lab")
-        # Free ports picked once, kept across restarts: two benchmarks (or a benchmark and
-        # the reliability suite) may run side by side.
-        api_port, etcd_port, peer_port = free_ports(3)
-        self.env = dict(os.environ, LAB_DIR=self.dir, LAB_API_PORT=str(api_port),
-                        LAB_ETCD_PORT=str(etcd_port), LAB_ETCD_PEER_PORT=str(peer_port))
-        self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
-        self.script = os.path.join(ROOT, "lab", "lab.sh")
-        self.etcd_data = os.path.join(self.dir, "etcd-data")
-        self.snapshot = os.path.join(self.dir, "etcd-snapshot")
-
-    def _lab_sh(self, action: str) -> None:
-        result = subprocess.run(["bash", self.script, action], env=self.env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, check=False)
-        if result.returncode != 0:
-            raise RuntimeError(f"lab.sh {action} for the benchmark's API server failed: {result.stderr.strip()}")
-
-    def up(self) -> None:
-        for attempt in range(3):
-            try:
-                self._lab_sh("up")
-                return
-            except RuntimeError as err:
-                # A port can stay taken for a moment after the process that held it was killed.
-                if "already taken" not in str(err) or attempt == 2:
-                    raise
-                time.sleep(3)
-
-    def down(self) -> None:
-        """Stop both processes and wipe etcd's data (the snapshot stays)."""
-        self._stop_keeping_data()
-        self._lab_sh("down")
-
-    def restart_empty(self) -> None:
-        self.down()
-        self.up()
-
-    def _stop_keeping_data(self) -> None:
-        # The API server first, so etcd sees no writes while it shuts down cleanly.
-        for name in ("kube-apiserver", "etcd"):
-            pid_file = os.path.join(self.dir, f"{name}.pid")
-            if not os.path.exists(pid_file):
-                continue
-            with open(pid_file) as handle:
-                pid = int(handle.read().strip())
-            try:
-                os.kill(pid, signal.SIGTERM)
-                deadline = time.monotonic() + 30
-                while _alive(pid) and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                if _alive(pid):
-                    os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.remove(pid_file)
-
-    def save_snapshot(self) -> None:
-        self._stop_keeping_data()
-        shutil.rmtree(self.snapshot, ignore_errors=True)
-        shutil.copytree(self.etcd_data, self.snapshot)
-
-    def restore_snapshot(self) -> None:
-        """etcd back to the saved state, and a new kube-apiserver on it."""
-        self._stop_keeping_data()
-        shutil.rmtree(self.etcd_data, ignore_errors=True)
-        shutil.copytree(self.snapshot, self.etcd_data)
-        self.up()
-
-    def remove(self) -> None:
-        self.down()
-        shutil.rmtree(self.dir, ignore_errors=True)

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from reliability.cluster import ROOT, Cluster
-from reliability.result import SuiteResult
+from lab.private_lab import ROOT
+from tests.reliability.cluster import Cluster
+from tests.reliability.result import SuiteResult
 
 SHARED_LAB_SERVER = "https://127.0.0.1:6443"
 GHOSTS = ("ghost-node", "ghost-a", "ghost-b", "Bad_Node")
