@@ -1,4 +1,5 @@
-"""Reliability and security suites for kubesched and the collection (issue 7).
+"""Reliability and security suites for kubesched and the collection: failover, API server
+restarts, races, bad input, role failure modes, security.
 
 `python -m tests.reliability` runs every suite against a private lab API server (never the shared
 one on :6443, because one suite restarts its API server), prints a summary and writes

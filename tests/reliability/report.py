@@ -16,7 +16,7 @@ DOC = ROOT / "docs" / "reliability.md"
 # after the targets it explains; rewrite it with each committed run.
 ANALYSIS = ROOT / "tests" / "reliability" / "results" / "analysis.md"
 
-# The figures issue 7 asks for, and where they come from.
+# The headline figures: failover takeover times, pods lost, double binds.
 HEADLINE = ("takeover_s_sigkill", "takeover_s_sigterm", "pods_lost", "double_binds")
 
 
@@ -343,14 +343,14 @@ def _method() -> list[str]:
         "  headers, a filled `client-key-data`, and pieces of the keys themselves (the lab's CA and",
         "  admin keys, the keys the role issued) in both PEM and kubeconfig form.",
         "",
-        "## Findings fixed on the way",
+        "## Behaviours these suites guard",
         "",
-        "- The SIGTERM failover showed the old leader binding up to ~200 pods *after* it had released",
-        "  the Lease: binds queued behind the client's rate limiter ran on after scheduling stopped.",
-        "  kubesched now drops queued binds once scheduling stops and releases the Lease only after the",
-        "  binds in flight have finished (kubesched/scheduler.py, kubesched/cli.py).",
-        "- An empty `schedulerName` in a profile was silently read as `default-scheduler`; upstream",
-        "  rejects it (`Required value`), and so does kubesched now (kubesched/config/load.py).",
+        "- A leader that stops (SIGTERM, or its Lease lost) drops the binds still queued behind its",
+        "  client's rate limiter and releases the Lease only after the binds in flight have finished,",
+        "  so no pod is bound by the old leader after the new one took over",
+        "  (kubesched/schedule_one.py, kubesched/cli.py; the SIGTERM failover counts such binds).",
+        "- A profile with an empty `schedulerName` is rejected (`Required value`), as upstream rejects",
+        "  it, instead of claiming every default-scheduler pod (kubesched/config/load.py; bad configs).",
         "",
     ]
 
