@@ -52,11 +52,20 @@ class PrivateLab:
     api_port: int = 16643
     etcd_port: int = 12579
     etcd_peer_port: int = 12580
-    env: dict = field(init=False)
+    env: dict = field(init=False, repr=False)
+    # Where lab.sh writes; snapshot is this helper's own copy of etcd-data.
+    kubeconfig: str = field(init=False)
+    ca_cert: str = field(init=False)
+    ca_key: str = field(init=False)
+    etcd_data: str = field(init=False)
+    snapshot: str = field(init=False)
 
     def __post_init__(self) -> None:
         self.env = {**os.environ, "LAB_DIR": self.directory, "LAB_API_PORT": str(self.api_port),
                     "LAB_ETCD_PORT": str(self.etcd_port), "LAB_ETCD_PEER_PORT": str(self.etcd_peer_port)}
+        for attr, name in (("kubeconfig", "admin.kubeconfig"), ("ca_cert", "ca.crt"), ("ca_key", "ca.key"),
+                           ("etcd_data", "etcd-data"), ("snapshot", "etcd-snapshot")):
+            setattr(self, attr, os.path.join(self.directory, name))
 
     @classmethod
     def on_free_ports(cls, directory: str) -> "PrivateLab":
@@ -72,26 +81,6 @@ class PrivateLab:
                    int(os.environ.get("RELIABILITY_LAB_API_PORT", base.api_port + shift)),
                    int(os.environ.get("RELIABILITY_LAB_ETCD_PORT", base.etcd_port + shift)),
                    int(os.environ.get("RELIABILITY_LAB_ETCD_PEER_PORT", base.etcd_peer_port + shift)))
-
-    @property
-    def kubeconfig(self) -> str:
-        return os.path.join(self.directory, "admin.kubeconfig")
-
-    @property
-    def ca_cert(self) -> str:
-        return os.path.join(self.directory, "ca.crt")
-
-    @property
-    def ca_key(self) -> str:
-        return os.path.join(self.directory, "ca.key")
-
-    @property
-    def etcd_data(self) -> str:
-        return os.path.join(self.directory, "etcd-data")
-
-    @property
-    def snapshot(self) -> str:
-        return os.path.join(self.directory, "etcd-snapshot")
 
     def _lab(self, action: str, timeout: float = 180) -> None:
         done = subprocess.run(["bash", str(LAB_SH), action], env=self.env, cwd=ROOT,
