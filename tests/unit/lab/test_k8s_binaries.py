@@ -33,7 +33,10 @@ case "$1" in
   mod)
     if [ "$2" = download ]; then
       mod="$STUB_DIR/kubernetes.mod"
-      printf 'module k8s.io/kubernetes\n\ngo 1.25.0\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\tk8s.io/client-go => ./staging/src/k8s.io/client-go\n)\n' >"$mod"
+      {
+        printf 'module k8s.io/kubernetes\n\ngo 1.25.0\n\nreplace (\n'
+        printf '\tk8s.io/api => ./staging/src/k8s.io/api\n\tk8s.io/client-go => ./staging/src/k8s.io/client-go\n)\n'
+      } >"$mod"
       printf '{\n\t"Path": "k8s.io/kubernetes",\n\t"GoMod": "%s"\n}\n' "$mod"
     fi ;;
   build|install)
