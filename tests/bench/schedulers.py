@@ -13,12 +13,11 @@ from dataclasses import dataclass
 
 import yaml
 
+from lab.binaries import CACHE_DIR, K8S_VERSION, binary
 from lab.private_lab import ROOT, free_ports
 from tests.bench.cluster import BENCH_LABEL, Cluster
 
-K8S_VERSION = "v1.37.1"
-CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "kubesched")
-KUBE_SCHEDULER = os.path.join(CACHE_DIR, K8S_VERSION, "bin", "kube-scheduler")
+KUBE_SCHEDULER = binary("kube-scheduler")
 RAW_BINDER_SOURCE = os.path.join(ROOT, "tests", "bench", "rawbinder")
 RAW_BINDER = os.path.join(CACHE_DIR, "bench", "rawbinder")
 KUBESCHED = os.path.join(ROOT, ".venv", "bin", "kubesched")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -29,8 +28,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
+from lab.binaries import binary  # noqa: E402 - after the path that makes lab importable as a script
+
 KUBECONFIG = str(ROOT / ".lab" / "admin.kubeconfig")
-KUBE_SCHEDULER = os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler")
+KUBE_SCHEDULER = binary("kube-scheduler")
 KUBESCHED = str(ROOT / ".venv" / "bin" / "kubesched")
 PAUSE = "registry.k8s.io/pause:3.10"
 
