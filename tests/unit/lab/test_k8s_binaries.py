@@ -127,7 +127,7 @@ def test_one_missing_binary_is_built_alone(cold):
     assert finish(start(cold))[0] == 0
     (bin_dir(cold) / "kwok").unlink()
     Path(cold["STUB_LOG"]).unlink()
-    code, _, err = finish(start(cold))
+    code, _out, err = finish(start(cold))
     assert code == 0, err
     builds = [c for c in calls(cold) if c.startswith(("go build", "go install"))]
     assert builds == [c for c in builds if "kwok" in c] and len(builds) == 1
