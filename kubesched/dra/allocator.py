@@ -487,13 +487,21 @@ class _Run:
             compiled = self.a.cel.get(expr)
             if compiled.error is not None:
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
-            try:
-                view = self.a.device_view(s, index)
-                if not compiled.matches(view):
-                    return False
-            except CelError as err:
-                raise AllocationError(f"{owner}: selector #{i} on device {device_id}: CEL runtime error: {err}") \
-                    from None
+            meta = s.get("metadata") or {}
+            version = meta.get("resourceVersion")
+            key = (expr, meta.get("name"), version, index) if version else None
+            outcome = self.a.cel.outcome(key) if key else None
+            if outcome is None:
+                try:
+                    outcome = compiled.matches(self.a.device_view(s, index))
+                except CelError as err:
+                    outcome = str(err)
+                if key:
+                    self.a.cel.remember(key, outcome)
+            if isinstance(outcome, str):
+                raise AllocationError(f"{owner}: selector #{i} on device {device_id}: CEL runtime error: {outcome}")
+            if not outcome:
+                return False
         return True
 
     def _allocate_device(self, ci: int, req: Request, pool: Pool, s: dict, index: int) -> Callable[[], None] | None:

@@ -299,12 +299,27 @@ def device_view(driver: str, device: dict) -> dict:
 
 
 class SelectorCache:
-    """Compiled programs per expression string, shared by every scheduling cycle (cel.Cache)."""
+    """Compiled programs per expression string, shared by every scheduling cycle (cel.Cache),
+    and the outcome of each expression on each device of a ResourceSlice version: a published
+    slice never changes in place, so a selector is evaluated once per device, not once per
+    pod and node (upstream evaluates again each time; the answer is the same)."""
 
-    def __init__(self, max_size: int = 10000):
+    def __init__(self, max_size: int = 10000, max_outcomes: int = 500_000):
         self._lock = threading.Lock()
         self._cache: dict[str, CompiledSelector] = {}
         self._max = max_size
+        self._outcomes: dict[tuple, bool | str] = {}
+        self._max_outcomes = max_outcomes
+
+    def outcome(self, key: tuple) -> bool | str | None:
+        """True/False, or the runtime error text, of an earlier evaluation; None if none."""
+        return self._outcomes.get(key)
+
+    def remember(self, key: tuple, outcome: bool | str) -> None:
+        if len(self._outcomes) >= self._max_outcomes:
+            with self._lock:
+                self._outcomes.clear()
+        self._outcomes[key] = outcome
 
     def get(self, expression: str) -> CompiledSelector:
         compiled = self._cache.get(expression)

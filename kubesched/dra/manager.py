@@ -25,6 +25,17 @@ PATHS = {
 }
 
 
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def _wins(meta: dict, current: dict) -> bool:
+    """Two classes claim one extended resource name: the newer one wins, then the smaller name."""
+    created, current_created = meta.get("creationTimestamp") or "", current.get("creationTimestamp") or ""
+    if created != current_created:
+        return created > current_created
+    return meta.get("name", "") < current.get("name", "")
+
+
 def claim_key(claim: dict) -> str:
     meta = claim.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
@@ -56,6 +67,7 @@ class DRAManager:
         self.informers: dict[str, Informer] = {}
         self.on_event: Callable[[str, str, dict | None, dict | None], None] = lambda *a: None
         self._slices_list: list[dict] | None = None
+        self._extended: dict[str, dict] | None = None
 
     # --- informers ---------------------------------------------------------------------------
 
@@ -88,6 +100,8 @@ class DRAManager:
                     self._forget_assumed(resource, key, obj)
                 if resource == "resourceslices":
                     self._slices_list = None
+                elif resource == "deviceclasses":
+                    self._extended = None
             self.on_event(resource, action, obj if action == "Delete" else None, obj if action != "Delete" else None)
         return handle
 
@@ -99,6 +113,8 @@ class DRAManager:
                 self._forget_assumed(resource, key, new)
                 if resource == "resourceslices":
                     self._slices_list = None
+                elif resource == "deviceclasses":
+                    self._extended = None
             self.on_event(resource, "Update", old, new)
         return handle
 
@@ -117,6 +133,27 @@ class DRAManager:
 
     def device_class(self, name: str) -> dict | None:
         return self.classes.get(name)
+
+    def class_for_extended_resource(self, resource_name: str) -> dict | None:
+        """The DeviceClass backing an extended resource (upstream's ExtendedResourceCache):
+        spec.extendedResourceName (the newest class wins, then the smaller name) or the
+        implicit deviceclass.resource.kubernetes.io/<class name>."""
+        extended = self._extended
+        if extended is None:
+            with self.lock:
+                classes = list(self.classes.values())
+            extended = {}
+            for cls in classes:
+                meta = cls.get("metadata") or {}
+                extended[f"{DEVICE_CLASS_PREFIX}{meta.get('name', '')}"] = cls
+                resource = (cls.get("spec") or {}).get("extendedResourceName")
+                if not resource:
+                    continue
+                current = extended.get(resource)
+                if current is None or _wins(meta, current.get("metadata") or {}):
+                    extended[resource] = cls
+            self._extended = extended
+        return extended.get(resource_name)
 
     def list_slices(self) -> list[dict]:
         with self.lock:

@@ -8,9 +8,11 @@ a claim that blocks the pod when no other pod uses it; Reserve/Unreserve keep al
 in flight so two pods never get one device; PreBind writes status.allocation and
 reservedFor; Score prefers nodes where a prioritized list got an earlier choice.
 
-Not supported (a pod that needs them is rejected with a reason naming the feature):
-extended resources backed by DRA, consumable capacity, devices with binding conditions,
-DeviceTaintRules. A pod without claims skips every extension point (PreFilter Skip).
+Extended resources backed by DRA (kubesched/dra/extended.py) ride along as one more claim,
+made in PreBind. Not supported: consumable capacity (requests with capacity are an error),
+devices with binding conditions (never selected), DeviceTaintRules (only taints in the
+slices count). A pod without claims or DRA-backed extended resources skips every extension
+point (PreFilter Skip).
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ from kubesched import klog
 from kubesched.client import ApiError
 from kubesched.config.load import parse_duration
 from kubesched.dra.allocator import AllocationError, Allocator, FailedOnNode
+from kubesched.dra.extended import (
+    SPECIAL_CLAIM_NAME,
+    dra_backed_requests,
+    find_extended_claim,
+    is_dra_extended_resource_name,
+    requests_and_mappings,
+    special_claim,
+)
 from kubesched.dra.manager import API, DRAManager, claim_key, manager_for
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
@@ -57,16 +67,23 @@ class ClaimNotReady(Exception):
 
 
 class _State:
-    __slots__ = ("claims", "allocator", "available_on", "node_allocations", "unavailable", "allocations", "lock")
+    __slots__ = ("claims", "allocator", "available_on", "node_allocations", "unavailable", "allocations", "lock",
+                 "extended", "extended_scalars", "node_extended")
 
     def __init__(self) -> None:
         self.claims: list[dict] = []
         self.allocator: Allocator | None = None
         self.available_on: list[NodeSelector | None] = []
-        self.node_allocations: dict[str, list[dict]] = {}
+        # Per node: claim index -> the AllocationResult Filter found there.
+        self.node_allocations: dict[str, dict[int, dict]] = {}
         self.unavailable: set[int] = set()
         self.allocations: dict[int, dict] = {}
         self.lock = threading.Lock()
+        # The claim of the pod's DRA-backed extended resources (the last of claims), the pod's
+        # extended resource requests, and per node the claim with its requests and mappings.
+        self.extended: dict | None = None
+        self.extended_scalars: dict[str, int] = {}
+        self.node_extended: dict[str, tuple[dict, list[dict]]] = {}
 
     def clone(self) -> "_State":
         return self  # shared across the cycle, as upstream's stateData
@@ -171,14 +188,23 @@ class DynamicResources:
     # --- PreFilter / Filter ------------------------------------------------------------------------
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
-        if not (pod.raw.get("spec") or {}).get("resourceClaims"):
+        has_claims = bool((pod.raw.get("spec") or {}).get("resourceClaims"))
+        scalar = pod.requests.scalar
+        backed = dra_backed_requests(scalar, self.manager) if scalar and self.manager.classes else {}
+        if not has_claims and not backed:
             return None, Status(Code.SKIP)  # hot path: pods without claims cost nothing here
         s = _State()
         state.write(STATE_KEY, s)
         try:
-            claims = self._pod_claims(pod.raw)
+            claims = self._pod_claims(pod.raw) if has_claims else []
         except ClaimNotReady as err:
             return None, self._unschedulable(str(err))
+        if backed:
+            s.extended_scalars = {n: q for n, q in scalar.items() if q and is_dra_extended_resource_name(n)}
+            with self.manager.lock:
+                known = list({**self.manager.claims, **self.manager.assumed}.values())
+            s.extended = find_extended_claim(pod.raw, known) or special_claim(pod.raw)
+            claims.append(s.extended)
         if not claims:
             return None, Status(Code.SKIP)
         to_allocate = 0
@@ -190,6 +216,8 @@ class DynamicResources:
                 continue
             s.available_on.append(None)
             to_allocate += 1
+            if claim is s.extended:
+                continue
             if self.manager.pending_allocation(_meta(claim).get("uid", "")) is not None:
                 return None, self._unschedulable(
                     f"resource claim {claim_key(claim)} is in the process of being allocated")
@@ -225,22 +253,61 @@ class DynamicResources:
     def _unschedulable(self, reason: str) -> Status:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, plugin=self.name)
 
+    def _extended_on_node(self, s: _State, pod: PodInfo, node_info: NodeInfo) -> tuple[dict | None, list, Status | None]:
+        """filterExtendedResources: the extended claim with this node's requests, or None when
+        the node's own allocatable (a device plugin) serves every extended resource."""
+        claim = s.extended
+        if claim is None:
+            return None, [], None
+        if ((claim.get("spec") or {}).get("devices") or {}).get("requests") is not None and \
+                (claim.get("status") or {}).get("allocation") is None:
+            return None, [], self._unschedulable("cannot schedule extended resource claim")
+        on_dra = []
+        for name in s.extended_scalars:
+            allocatable = node_info.allocatable.scalar.get(name)
+            if self.manager.class_for_extended_resource(name) is not None and not allocatable:
+                on_dra.append(name)
+            elif allocatable is None:
+                return None, [], self._unschedulable("cannot fit resource")
+        if not on_dra or (claim.get("status") or {}).get("allocation") is not None:
+            return None, [], None
+        requests, mappings = requests_and_mappings(pod.raw, on_dra, self.manager)
+        node_claim = copy.deepcopy(claim)
+        node_claim["spec"] = {"devices": {"requests": requests}}
+        return node_claim, mappings, None
+
     def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
         s: _State | None = state.get(STATE_KEY)
         if s is None or not s.claims:
             return None
+        node_claim, mappings, status = self._extended_on_node(s, pod, node_info)
+        if status is not None:
+            return status
+        if node_claim is None and len(s.claims) == 1 and s.extended is not None and \
+                (s.extended.get("status") or {}).get("allocation") is None:
+            return None  # only extended resources, all served by the node's allocatable
         unavailable = [i for i, sel in enumerate(s.available_on) if sel is not None and not sel.matches(node_info)]
-        allocations = None
+        allocations: dict[int, dict] | None = None
         if s.allocator is not None:
-            to_allocate = [c for c in s.claims if (c.get("status") or {}).get("allocation") is None]
+            indices, to_allocate = [], []
+            for i, c in enumerate(s.claims):
+                if (c.get("status") or {}).get("allocation") is not None:
+                    continue
+                if c is s.extended:
+                    if node_claim is None:
+                        continue
+                    c = node_claim
+                indices.append(i)
+                to_allocate.append(c)
             try:
-                allocations = s.allocator.allocate(node_info, to_allocate)
+                results = s.allocator.allocate(node_info, to_allocate)
             except FailedOnNode as err:
                 return self._unschedulable(str(err))
             except AllocationError as err:
                 return Status(Code.ERROR, str(err), plugin=self.name, error=err)
-            if allocations is None or len(allocations) != len(to_allocate):
+            if results is None or len(results) != len(to_allocate):
                 return self._unschedulable("cannot allocate all claims")
+            allocations = dict(zip(indices, results))
         if unavailable:
             with s.lock:
                 s.unavailable.update(unavailable)
@@ -248,6 +315,8 @@ class DynamicResources:
         if allocations is not None:
             with s.lock:
                 s.node_allocations[node_info.name] = allocations
+                if node_claim is not None:
+                    s.node_extended[node_info.name] = (node_claim, mappings)
         return None
 
     # --- PostFilter ----------------------------------------------------------------------------------
@@ -271,7 +340,28 @@ class DynamicResources:
                 except ApiError as err:
                     return None, Status(Code.ERROR, str(err), plugin=self.name, error=err)
                 return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed", plugin=self.name)
+        extended = s.extended
+        if extended is not None and _meta(extended).get("name") != SPECIAL_CLAIM_NAME:
+            try:
+                self._delete_claim(extended)
+            except ApiError as err:
+                return None, Status(Code.ERROR, str(err), plugin=self.name, error=err)
+            return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed", plugin=self.name)
         return None, Status(Code.UNSCHEDULABLE)
+
+    def _delete_claim(self, claim: dict) -> None:
+        meta = _meta(claim)
+        path = f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/{meta.get('name')}"
+        current = self._client.get(path)
+        finalizers = [f for f in _meta(current).get("finalizers") or () if f != FINALIZER]
+        if finalizers != (_meta(current).get("finalizers") or []):
+            current["metadata"]["finalizers"] = finalizers
+            self._client.request("PUT", path, current)
+        try:
+            self._client.request("DELETE", path)
+        except ApiError as err:
+            if err.status != 404:
+                raise
 
     # --- Score ---------------------------------------------------------------------------------------
 
@@ -289,11 +379,10 @@ class DynamicResources:
         if allocations is None:
             return 0
         score = 0
-        pending = iter(allocations)
-        for claim in s.claims:
-            allocation = (claim.get("status") or {}).get("allocation") or next(pending, None)
+        for index, claim in enumerate(s.claims):
+            allocation = (claim.get("status") or {}).get("allocation") or allocations.get(index)
             if allocation is None:
-                break
+                continue
             chosen = {r.get("request") for r in (allocation.get("devices") or {}).get("results") or ()
                       if "/" in (r.get("request") or "")}
             for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
@@ -312,13 +401,16 @@ class DynamicResources:
         if s is None or not s.claims or s.allocator is None:
             return None
         allocations = s.node_allocations.get(node_name)
-        to_allocate = [i for i, c in enumerate(s.claims) if (c.get("status") or {}).get("allocation") is None]
+        user_to_allocate = [i for i, c in enumerate(s.claims)
+                            if (c.get("status") or {}).get("allocation") is None and c is not s.extended]
         if not allocations:
+            if not user_to_allocate:
+                return None
             return Status(Code.ERROR, "claim allocation not found for node", plugin=self.name)
-        if len(allocations) != len(to_allocate):
-            return Status(Code.ERROR, f"internal error, have {len(allocations)} allocations, {len(to_allocate)} "
-                                      f"claims to allocate, want {len(to_allocate)} claims", plugin=self.name)
-        for index, allocation in zip(to_allocate, allocations):
+        if any(i not in allocations for i in user_to_allocate):
+            return Status(Code.ERROR, f"internal error, have {len(allocations)} allocations, "
+                                      f"{len(user_to_allocate)} claims to allocate", plugin=self.name)
+        for index, allocation in allocations.items():
             s.allocations[index] = allocation
             claim = copy.deepcopy(s.claims[index])
             claim.setdefault("status", {})["allocation"] = allocation
@@ -353,10 +445,71 @@ class DynamicResources:
         for index, claim in enumerate(s.claims):
             if is_reserved_for(pod.raw, claim):
                 continue
+            if claim is s.extended:
+                status = self._bind_extended_claim(s, index, pod, node_name)
+                if status is not None:
+                    return status
+                continue
             try:
                 s.claims[index] = self._bind_claim(pod, claim, s.allocations.get(index))
             except (ApiError, ClaimNotReady) as err:
                 return Status(Code.ERROR, str(err), plugin=self.name, error=err)
+        return None
+
+    def _bind_extended_claim(self, s: _State, index: int, pod: PodInfo, node_name: str) -> Status | None:
+        """Create the claim of the pod's extended resources, allocate and reserve it, and
+        record it in the pod's status.extendedResourceClaimStatus."""
+        claim = s.claims[index]
+        allocation = s.allocations.get(index)
+        if allocation is None and _meta(claim).get("name") == SPECIAL_CLAIM_NAME:
+            return None  # every extended resource came from the node's allocatable
+        created = None
+        try:
+            if _meta(claim).get("name") == SPECIAL_CLAIM_NAME:
+                node_claim, mappings = s.node_extended.get(node_name, (None, []))
+                if node_claim is None:
+                    return Status(Code.ERROR, f"extended resource claim not found for node {node_name}",
+                                  plugin=self.name)
+                body = copy.deepcopy(node_claim)
+                meta = body["metadata"]
+                for field in ("name", "uid"):
+                    meta.pop(field, None)
+                body.pop("status", None)
+                try:
+                    created = self._client.request(
+                        "POST", f"{API}/namespaces/{meta.get('namespace')}/resourceclaims", body)
+                except ApiError as err:
+                    raise ApiError(err.status, err.reason, f"create claim for extended resources "
+                                                           f"{meta.get('namespace')}/{SPECIAL_CLAIM_NAME}: "
+                                                           f"{err.message}") from None
+                self.manager.signal_pending_allocation(_meta(created).get("uid", ""), {**created, "status": {
+                    "allocation": allocation}})
+                self.manager.remove_pending_allocation(_meta(claim).get("uid", ""))
+                claim = created
+            else:
+                mappings = s.node_extended.get(node_name, (None, []))[1]
+            s.claims[index] = self._bind_claim(pod, claim, allocation)
+            if created is not None:
+                if not mappings:
+                    raise ClaimNotReady(f"nil or empty request mappings, no update of pod {pod.key} "
+                                        "ExtendedResourceClaimStatus")
+                try:
+                    self._client.patch_pod_status(pod.namespace, pod.name, {"status": {
+                        "extendedResourceClaimStatus": {"requestMappings": mappings,
+                                                        "resourceClaimName": _meta(created).get("name")}}})
+                except ApiError as err:
+                    raise ApiError(err.status, err.reason, f"update pod {pod.key} ExtendedResourceClaimStatus: "
+                                                           f"{err.message}") from None
+        except (ApiError, ClaimNotReady) as err:
+            if created is not None:
+                # Leave nothing half done: the claim made here goes with the failed attempt.
+                self.manager.remove_pending_allocation(_meta(created).get("uid", ""))
+                try:
+                    self._delete_claim(created)
+                except ApiError as cleanup_err:
+                    klog.error("delete extended resource claim", resourceclaim=claim_key(created),
+                               err=str(cleanup_err))
+            return Status(Code.ERROR, str(err), plugin=self.name, error=err)
         return None
 
     def _bind_claim(self, pod: PodInfo, claim: dict, allocation: dict | None) -> dict:

@@ -22,8 +22,14 @@ class RecordingClient:
         if self.fail_status_update and path.endswith("/status"):
             raise ApiError(500, "InternalError", "etcd is sad")
         out = copy.deepcopy(body)
+        if method == "POST":
+            out["metadata"].update(name=out["metadata"]["generateName"] + "x1y2z", uid="created-uid")
         out["metadata"]["resourceVersion"] = str(int(out["metadata"].get("resourceVersion") or 1) + 1)
         return out
+
+    def patch_pod_status(self, namespace, name, patch):
+        self.calls.append(("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", patch))
+        return {}
 
     def get(self, path):
         raise AssertionError(f"unexpected GET {path}")
@@ -191,3 +197,74 @@ def test_score_prefers_the_earlier_subrequest():
     p.filter(state, the_pod, node("n2"))
     assert p.pre_score(state, the_pod, []) is None
     assert (p.score(state, the_pod, node("n1")), p.score(state, the_pod, node("n2"))) == (8, 7)
+
+
+def gpu_pod(count="2", name="p"):
+    return PodInfo({"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+                    "spec": {"containers": [{"name": "main", "resources": {"requests": {"example.com/gpu": count}}}]}})
+
+
+def extended_class():
+    cls = device_class()
+    cls["spec"]["extendedResourceName"] = "example.com/gpu"
+    return cls
+
+
+def test_extended_resource_backed_by_dra_gets_devices_and_a_claim_made_in_pre_bind():
+    client = RecordingClient()
+    p = plugin([], [gpu_slice("n1", 4)], [extended_class()], client=client)
+    the_pod = gpu_pod()
+    state, status = cycle(p, the_pod, [node("n1")])
+    assert status is None
+    assert p.filter(state, the_pod, node("n1")) is None
+    assert p.reserve(state, the_pod, "n1") is None
+    assert p.pre_bind(state, the_pod, "n1") is None
+    (post, path, body), _finalizer, (_put, status_path, status_body), (patch, pod_path, pod_patch) = client.calls
+    assert (post, path) == ("POST", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims")
+    assert body["metadata"]["generateName"] == "p-extended-resources-" and "name" not in body["metadata"]
+    assert body["metadata"]["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert body["spec"] == {"devices": {"requests": [{"name": "container-0-request-0", "exactly": {
+        "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 2}}]}}
+    assert status_path.endswith("/resourceclaims/p-extended-resources-x1y2z/status")
+    assert [r["device"] for r in status_body["status"]["allocation"]["devices"]["results"]] == ["gpu-0", "gpu-1"]
+    assert (patch, pod_path) == ("PATCH", "/api/v1/namespaces/default/pods/p/status")
+    assert pod_patch["status"]["extendedResourceClaimStatus"] == {
+        "requestMappings": [{"containerName": "main", "resourceName": "example.com/gpu",
+                             "requestName": "container-0-request-0"}],
+        "resourceClaimName": "p-extended-resources-x1y2z"}
+
+
+def test_extended_resource_on_a_node_with_a_device_plugin_uses_the_nodes_allocatable():
+    p = plugin([], [gpu_slice("n1", 4)], [extended_class()])
+    the_pod = gpu_pod()
+    state, _status = cycle(p, the_pod, [node("n1")])
+    with_plugin = NodeInfo({"metadata": {"name": "n1", "labels": {}},
+                            "status": {"allocatable": {"pods": "10", "example.com/gpu": "4"}}})
+    assert p.filter(state, the_pod, with_plugin) is None
+    assert p.reserve(state, the_pod, "n1") is None and p.pre_bind(state, the_pod, "n1") is None
+    assert p._client.calls == []
+
+
+def test_extended_resource_without_free_devices_cannot_allocate():
+    p = plugin([], [gpu_slice("n1", 1)], [extended_class()])
+    the_pod = gpu_pod()
+    state, _status = cycle(p, the_pod, [node("n1")])
+    assert p.filter(state, the_pod, node("n1")).reasons == ["cannot allocate all claims"]
+
+
+def test_node_resources_fit_leaves_a_dra_backed_resource_to_dynamic_resources(monkeypatch):
+    from kubesched.dra import manager as manager_module
+    from kubesched.plugins.node_resources_fit import NodeResourcesFit
+
+    dra = DRAManager()
+    dra.classes["gpu.example.com"] = extended_class()
+    monkeypatch.setattr(manager_module, "_managers", {id(None): dra})
+    fit = NodeResourcesFit()
+    state = CycleState()
+    fit.pre_filter(state, gpu_pod(), [])
+    assert fit.filter(state, gpu_pod(), node("n1")) is None
+    del dra.classes["gpu.example.com"]
+    dra._extended = None
+    state = CycleState()
+    fit.pre_filter(state, gpu_pod(), [])
+    assert fit.filter(state, gpu_pod(), node("n1")).reasons == ["Insufficient example.com/gpu"]
