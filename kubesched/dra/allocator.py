@@ -13,6 +13,7 @@ taints with request tolerations, per-device node selection, incomplete and inval
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -31,6 +32,10 @@ class AllocationError(Exception):
 
 class FailedOnNode(AllocationError):
     """Fails on this node only (upstream's ErrFailedAllocationOnNode): unschedulable there."""
+
+
+class AllocationTimeout(AllocationError):
+    """The search on one node took longer than the plugin's filterTimeout."""
 
 
 DeviceID = tuple  # (driver, pool, device)
@@ -137,7 +142,8 @@ class Allocator:
     """Built once per scheduling cycle (PreFilter), used for every node (Filter)."""
 
     def __init__(self, allocated: set, classes: dict[str, dict], slices: list[dict],
-                 cel_cache: SelectorCache, claim_key: Callable[[dict], str] = _name):
+                 cel_cache: SelectorCache, claim_key: Callable[[dict], str] = _name, timeout: float = 0.0):
+        self.timeout = timeout  # seconds per node, 0 for none (DynamicResources' filterTimeout)
         self.allocated = allocated
         self.classes = classes
         self.cel = cel_cache
@@ -299,6 +305,7 @@ class _Run:
         self.allocating: dict[tuple, set[int]] = {}
         self.consumed: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
         self.results: list[list[tuple[Request, tuple, dict, dict]]] = []
+        self.deadline = time.monotonic() + alloc.timeout if alloc.timeout > 0 else 0.0
 
     def run(self) -> list[dict] | None:
         try:
@@ -390,6 +397,8 @@ class _Run:
     # --- the search (allocateOne) -----------------------------------------------------------
 
     def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int]) -> bool:
+        if self.deadline and time.monotonic() > self.deadline:
+            raise AllocationTimeout(f"node {self.node.name}: timed out trying to allocate devices")
         if ci >= len(self.claims):
             return True
         per_claim = self.requests[ci]

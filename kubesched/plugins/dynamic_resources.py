@@ -239,7 +239,7 @@ class DynamicResources:
                     return None, status
         if to_allocate:
             s.allocator = Allocator(self.manager.allocated_devices(), dict(self.manager.classes),
-                                    self.manager.list_slices(), self.manager.cel, claim_key)
+                                    self.manager.list_slices(), self.manager.cel, claim_key, self.filter_timeout)
         s.claims = claims
         return None, None
 
