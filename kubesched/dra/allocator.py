@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from kubesched.dra.cel import CelError, SelectorCache, device_view
 from kubesched.framework.quantity import QuantityError, parse_quantity
-from kubesched.plugins.helper import NodeSelector
+from kubesched.plugins.helper.node_affinity import NodeSelector
 
 ALLOCATION_RESULTS_MAX_SIZE = 32
 FIRST_AVAILABLE_MAX_SIZE = 8

@@ -24,7 +24,7 @@ from typing import Any
 
 from kubesched import klog
 from kubesched.client import ApiError
-from kubesched.config.load import parse_duration
+from kubesched.config.types import parse_duration
 from kubesched.dra.allocator import AllocationError, Allocator, FailedOnNode
 from kubesched.dra.extended import (
     SPECIAL_CLAIM_NAME,
@@ -45,7 +45,9 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import NodeSelector, args_dict, check_known_fields, default_normalize_score
+from kubesched.plugins.helper.args import args_dict, check_known_fields
+from kubesched.plugins.helper.node_affinity import NodeSelector
+from kubesched.plugins.helper.normalize_score import default_normalize_score
 
 STATE_KEY = "DynamicResources"
 FINALIZER = "resource.kubernetes.io/delete-protection"
