@@ -431,7 +431,7 @@ class _Run:
             raise _MaxSizeExceeded
         if req.mode == "All":
             pool, s, index = req.all_devices[di]
-            undo = self._allocate_device(ci, req, pool, s, index)
+            undo = self._allocate_device(ci, req, pool, s, index, must=True)
             if undo is None:
                 return False
             if self._one(ci, ri, si, di + 1, in_sub, (0, 0, 0)):
@@ -513,7 +513,8 @@ class _Run:
                 return False
         return True
 
-    def _allocate_device(self, ci: int, req: Request, pool: Pool, s: dict, index: int) -> Callable[[], None] | None:
+    def _allocate_device(self, ci: int, req: Request, pool: Pool, s: dict, index: int,
+                         must: bool = False) -> Callable[[], None] | None:
         device = _spec(s)["devices"][index]
         device_id = (pool.driver, pool.name, device.get("name"))
         if req.admin_access and ci in self.allocating.get(device_id, ()):
@@ -540,6 +541,12 @@ class _Run:
         for constraint in self.constraints[ci]:
             if not constraint.add(base, sub, device, device_id):
                 undo()
+                if must:
+                    # allocationMode All: a constraint that rules out one of "all" devices can
+                    # never be met, which upstream treats as an error.
+                    raise AllocationError(f"claim {self._key(self.claims[ci])}, request {req.name}: cannot add "
+                                          f"device {'/'.join(device_id)} because a claim constraint would not be "
+                                          "satisfied")
                 return None
             undo_steps.append(lambda c=constraint: c.remove(base, sub))
         self.allocating.setdefault(device_id, set()).add(ci)

@@ -51,6 +51,22 @@ def both_schedulers(run_kubesched, lab_kubeconfig, tmp_path):
     log.close()
 
 
+@pytest.fixture(scope="module")
+def resourceclaim_controller(lab_kubeconfig, tmp_path_factory):
+    """kube-controller-manager's resourceclaim controller, which makes claims from templates.
+    Leader-elected, so a lab that runs its own kube-controller-manager keeps the lead."""
+    workdir = tmp_path_factory.mktemp("kcm")
+    binary = os.path.join(os.path.dirname(KUBE_SCHEDULER), "kube-controller-manager")
+    log = open(workdir / "kube-controller-manager.log", "w")
+    proc = subprocess.Popen([binary, "--kubeconfig", lab_kubeconfig, "--controllers", "resourceclaim-controller",
+                             "--secure-port", str(free_port()), "--bind-address", "127.0.0.1", "-v=2"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    yield proc
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
 class Run:
     """One scheduler's run of a scenario: its nodes, slices, class, namespace and pods."""
 
@@ -84,8 +100,8 @@ class Run:
             self._create_cluster("resourceslices", body)
             self.slices.append(body["metadata"]["name"])
 
-    def gpu_class(self, *selectors: str) -> str:
-        body = device_class(f"gpu-{self.tag}.{DRIVER}", DRIVER, selectors=selectors)
+    def gpu_class(self, *selectors: str, extended_resource: str = "") -> str:
+        body = device_class(f"gpu-{self.tag}.{DRIVER}", DRIVER, extended_resource, selectors=selectors)
         self._create_cluster("deviceclasses", body)
         self.classes.append(body["metadata"]["name"])
         return body["metadata"]["name"]
@@ -116,13 +132,45 @@ class Run:
             if err.status != 404:
                 raise
 
-    def pod(self, name: str, *claims: str, **spec) -> None:
+    def pod(self, name: str, *claims: str, templates: tuple[str, ...] = (), requests: dict | None = None,
+            **spec) -> None:
+        resources: dict = {}
+        if claims or templates:
+            resources["claims"] = [{"name": c} for c in claims + templates]
+        if requests:
+            resources["requests"] = resources["limits"] = requests
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
                 "spec": {"schedulerName": self.scheduler_name, "terminationGracePeriodSeconds": 0,
                          "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                         **({"resources": {"claims": [{"name": c} for c in claims]}} if claims else {})}],
-                         "resourceClaims": [{"name": c, "resourceClaimName": c} for c in claims], **spec}}
+                                         **({"resources": resources} if resources else {})}],
+                         "resourceClaims": [{"name": c, "resourceClaimName": c} for c in claims]
+                         + [{"name": t, "resourceClaimTemplateName": t} for t in templates], **spec}}
         self.core_v1.create_namespaced_pod(self.namespace, body, _preload_content=False)
+
+    def template(self, name: str, *requests: dict) -> None:
+        self.dra.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "resourceclaimtemplates", {
+            "apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceClaimTemplate", "metadata": {"name": name},
+            "spec": {"spec": {"devices": {"requests": list(requests)}}}})
+
+    def generated_claim(self, pod: str, pod_claim: str, timeout: float = 30.0) -> str:
+        """The name of the claim the resourceclaim controller made for the pod's template."""
+        def made():
+            obj = json.loads(self.core_v1.read_namespaced_pod(pod, self.namespace, _preload_content=False).data)
+            for status in (obj.get("status") or {}).get("resourceClaimStatuses") or ():
+                if status.get("name") == pod_claim and status.get("resourceClaimName"):
+                    return status["resourceClaimName"]
+            return None
+        name = wait_for(made, timeout, 0.2, f"the resourceclaim controller to make {pod}'s claim")
+        self.claims.append(name)
+        return name
+
+    def extended_claim(self, pod: str, timeout: float = 30.0) -> tuple[str, list]:
+        def recorded():
+            obj = json.loads(self.core_v1.read_namespaced_pod(pod, self.namespace, _preload_content=False).data)
+            return (obj.get("status") or {}).get("extendedResourceClaimStatus")
+        status = wait_for(recorded, timeout, 0.2, f"{self.kind} to record {pod}'s extended resource claim")
+        self.claims.append(status["resourceClaimName"])
+        return status["resourceClaimName"], status["requestMappings"]
 
     def outcome(self, name: str, timeout: float = 40.0) -> dict:
         """{"node": role or "", "message": FailedScheduling text or ""} once decided."""
@@ -215,6 +263,40 @@ def test_one_gpu_by_class_lands_where_the_driver_published_devices(runs):
         return {"p": run.outcome("p"), "devices": run.devices("one")}
 
     assert agree(runs, scenario) == {"p": {"node": "gpu", "message": ""}, "devices": ["gpu/gpu-0:gpu"]}
+
+
+def test_one_gpu_from_a_claim_template(runs, resourceclaim_controller):
+    def scenario(run):
+        run.make_nodes("plain", "gpu")
+        run.publish("gpu")
+        run.template("one-gpu", gpu_request(run.gpu_class()))
+        run.pod("p", templates=("one-gpu",))
+        claim = run.generated_claim("p", "one-gpu")
+        return {"p": run.outcome("p"), "devices": run.devices(claim), "claim": claim.startswith("p-one-gpu-")}
+
+    assert agree(runs, scenario) == {"p": {"node": "gpu", "message": ""}, "devices": ["gpu/gpu-0:gpu"],
+                                     "claim": True}
+
+
+def test_extended_resource_backed_by_dra(runs):
+    def scenario(run):
+        run.make_nodes("plain", "gpu")
+        run.publish("gpu", gpus=2)
+        resource = f"gpu-{run.tag}.example.com/gpu"
+        run.gpu_class(extended_resource=resource)
+        run.pod("p", requests={resource: "2"})
+        out = {"p": run.outcome("p")}
+        claim, mappings = run.extended_claim("p")
+        out["claim"] = claim.startswith("p-extended-resources-")
+        out["mappings"] = [{**m, "resourceName": m["resourceName"].replace(run.tag, "TAG")} for m in mappings]
+        out["devices"] = run.devices(claim)
+        run.pod("q", requests={resource: "1"})
+        out["q"] = run.outcome("q")
+        return out
+
+    result = agree(runs, scenario)
+    assert result["devices"] == ["gpu/gpu-0:container-0-request-0", "gpu/gpu-1:container-0-request-0"]
+    assert result["q"]["node"] == ""
 
 
 def test_two_gpus_on_the_same_pcie_root(runs):

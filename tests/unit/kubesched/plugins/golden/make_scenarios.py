@@ -369,6 +369,8 @@ def dra_slices(rng, node_name):
 
 
 def dra_selector(rng, driver):
+    if rng.random() < 0.08:
+        return f'device.attributes["{driver}"].healthy'  # a runtime error where the attribute is missing
     return rng.choice([
         f'device.attributes["{driver}"].model == "{rng.choice(DRA_MODELS)}"',
         f'device.capacity["{driver}"].memory.compareTo(quantity("{rng.choice(["20Gi", "40Gi", "64Gi"])}")) >= 0',
@@ -376,13 +378,13 @@ def dra_selector(rng, driver):
         f'device.attributes["{driver}"].index % 2 == {rng.randrange(2)}',
         f'device.attributes["{driver}"].?healthy.orValue(true)',
         f'device.attributes["{driver}"].model.startsWith("A") || device.attributes["{driver}"].pcieRoot == "pci1"',
-        f'device.attributes["{driver}"].healthy',  # a runtime error where the attribute is missing
+        f'"{driver}" in device.attributes && device.attributes["{driver}"].index < 4',
     ])
 
 
 def dra_request(rng, name, driver):
     exactly = {"deviceClassName": f"{driver}-{rng.choice(['any', 'big'])}", "allocationMode": "ExactCount",
-               "count": rng.choice([1, 1, 2, 3])}
+               "count": rng.choice([1, 1, 1, 2, 3])}
     if rng.random() < 0.1:
         exactly = {"deviceClassName": exactly["deviceClassName"], "allocationMode": "All"}
     if rng.random() < 0.4:
@@ -408,8 +410,16 @@ def dra_scenario(seed: int) -> dict:
     """Nodes with ResourceSlices, DeviceClasses, devices already allocated and the claims of
     one pod, for upstream's structured allocator (upstream_runner dra)."""
     rng = random.Random(seed)
-    nodes = [{"metadata": {"name": f"node-{i}", "labels": {HOST: f"node-{i}"}}} for i in range(rng.randint(1, 3))]
+    nodes = [{"metadata": {"name": f"node-{i}", "labels": {HOST: f"node-{i}", "rack": f"r{i % 2}"}}}
+             for i in range(rng.randint(1, 3))]
     slices = [s for n in nodes for s in dra_slices(rng, n["metadata"]["name"])]
+    if rng.random() < 0.3:  # network-attached devices: for every node, or for the nodes of one rack
+        where = rng.choice([{"allNodes": True}, {"nodeSelector": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r0"]}]}]}}])
+        slices.append({"metadata": {"name": "fabric-0"},
+                       "spec": {"driver": "nic.example.com", **where,
+                                "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+                                "devices": [dra_device(rng, "nic.example.com", 10 + i) for i in range(3)]}})
     classes = []
     for driver in DRA_DRIVERS:
         classes.append({"metadata": {"name": f"{driver}-any"},
@@ -420,7 +430,7 @@ def dra_scenario(seed: int) -> dict:
             {"cel": {"expression": f'device.capacity["{driver}"].memory.compareTo(quantity("40Gi")) >= 0'}}]}})
     all_devices = [(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
                    for s in slices for d in s["spec"].get("devices") or ()]
-    allocated = sorted({d for d in all_devices if rng.random() < 0.25})
+    allocated = sorted({d for d in all_devices if rng.random() < 0.15})
     claims = []
     for c in range(rng.randint(1, 2)):
         driver = rng.choice(DRA_DRIVERS)
