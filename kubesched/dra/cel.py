@@ -144,7 +144,7 @@ def _build_env() -> Any:
     from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
     t = cel.Type
-    dyn, obj = t.DYN, t.Map(t.STRING, t.DYN)
+    obj = t.Map(t.STRING, t.DYN)
 
     def fn(name: str, *overloads: tuple) -> Any:
         return cel.FunctionDecl(name, [cel.Overload(f"{name}_{i}", ret, params, is_member=member, impl=impl)
@@ -166,8 +166,10 @@ def _build_env() -> Any:
         fn("isInteger", (t.BOOL, [obj], True, lambda a: _q(a).denominator == 1)),
         fn("asInteger", (t.INT, [obj], True, _as_integer)),
         fn("asApproximateFloat", (t.DOUBLE, [obj], True, lambda a: float(_q(a)))),
-        fn("add", (obj, [obj, dyn], True, lambda a, b: _from_fraction(_q(a) + _q(b)))),
-        fn("sub", (obj, [obj, dyn], True, lambda a, b: _from_fraction(_q(a) - _q(b)))),
+        fn("add", (obj, [obj, obj], True, lambda a, b: _from_fraction(_q(a) + _q(b))),
+           (obj, [obj, t.INT], True, lambda a, b: _from_fraction(_q(a) + _q(b)))),
+        fn("sub", (obj, [obj, obj], True, lambda a, b: _from_fraction(_q(a) - _q(b))),
+           (obj, [obj, t.INT], True, lambda a, b: _from_fraction(_q(a) - _q(b)))),
         fn("major", (t.INT, [obj], True, lambda a: _sv(a)[0])),
         fn("minor", (t.INT, [obj], True, lambda a: _sv(a)[1])),
         fn("patch", (t.INT, [obj], True, lambda a: _sv(a)[2])),

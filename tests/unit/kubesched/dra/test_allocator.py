@@ -129,3 +129,15 @@ def test_incomplete_pool_is_skipped_and_duplicate_device_names_make_the_pool_inv
 
 def test_slice_of_another_node_offers_nothing_here():
     assert allocate([claim()], [gpu_slice("n2")]) is None
+
+
+def test_a_search_longer_than_filter_timeout_is_an_error_naming_the_node():
+    from kubesched.dra.allocator import AllocationTimeout
+
+    # 16 devices, half on each root, a pair that must share a root it cannot get and a 5th
+    # device: the search walks many combinations before giving up.
+    c = claim("c", request(count=9), constraints=[{"matchAttribute": f"{DRIVER}/pcieRoot"}])
+    allocator = Allocator(set(), {"gpu.example.com": device_class()}, [gpu_slice("n1", 16)], SelectorCache(),
+                          timeout=1e-9)
+    with pytest.raises(AllocationTimeout, match="^node n1: timed out trying to allocate devices$"):
+        allocator.allocate(node("n1"), [c])
