@@ -351,6 +351,22 @@ def test_prioritized_list_falls_back_to_the_smaller_device(runs):
     assert agree(runs, scenario)["devices"] == ["gpu/gpu-0:gpu/small"]
 
 
+def test_prioritized_list_scores_the_node_with_the_first_choice_higher(runs):
+    def scenario(run):
+        run.make_nodes("small", "big")
+        run.publish("small", gpus=2, models=("T4",), memory="16Gi")
+        run.publish("big", gpus=2, models=("H100",), memory="80Gi")
+        cls = run.gpu_class()
+        run.claim("prefer-big", {"name": "gpu", "firstAvailable": [
+            {"name": "big", "deviceClassName": cls, "allocationMode": "ExactCount", "count": 1, "selectors": [
+                {"cel": {"expression": f'device.attributes["{DRIVER}"].model == "H100"'}}]},
+            {"name": "any", "deviceClassName": cls, "allocationMode": "ExactCount", "count": 1}]})
+        run.pod("p", "prefer-big")
+        return {"p": run.outcome("p"), "devices": run.devices("prefer-big")}
+
+    assert agree(runs, scenario) == {"p": {"node": "big", "message": ""}, "devices": ["big/gpu-0:gpu/big"]}
+
+
 def test_partitionable_gpu_gives_two_halves_then_nothing(runs):
     def scenario(run):
         run.make_nodes("gpu")
