@@ -13,8 +13,10 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from kubesched import klog
 from kubesched.backend.informer import Informer
 from kubesched.backend.trim import trim_metadata
+from kubesched.client import ApiError
 from kubesched.dra.cel import SelectorCache
 
 API = "/apis/resource.k8s.io/v1"
@@ -22,6 +24,7 @@ PATHS = {
     "resourceclaims": f"{API}/resourceclaims",
     "resourceslices": f"{API}/resourceslices",
     "deviceclasses": f"{API}/deviceclasses",
+    "devicetaintrules": f"{API}/devicetaintrules",
 }
 
 
@@ -61,6 +64,7 @@ class DRAManager:
         self.claims: dict[str, dict] = {}
         self.slices: dict[str, dict] = {}
         self.classes: dict[str, dict] = {}
+        self.taint_rules: dict[str, dict] = {}
         self.assumed: dict[str, dict] = {}
         self.in_flight: dict[str, dict] = {}  # claim uid -> claim with its pending allocation
         self.cel = SelectorCache()
@@ -77,9 +81,16 @@ class DRAManager:
         self.on_event = on_event
         if self.informers:
             return self.informers
-        stores = {"resourceclaims": self.claims, "resourceslices": self.slices, "deviceclasses": self.classes}
+        stores = {"resourceclaims": self.claims, "resourceslices": self.slices, "deviceclasses": self.classes,
+                  "devicetaintrules": self.taint_rules}
         for resource, path in PATHS.items():
             store = stores[resource]
+            if not _served(client, path):
+                # An API server without this resource (resource.k8s.io off, or the
+                # DRADeviceTaintRules gate off) would keep the informer from ever syncing.
+                klog.error("DRA resource not served by the API server; DynamicResources goes without it",
+                           resource=resource)
+                continue
             self.informers[resource] = Informer(
                 client, path, name=resource, page_size=500, transform=trim_metadata,
                 on_add=self._handler(resource, store, "Add"),
@@ -98,10 +109,14 @@ class DRAManager:
                 else:
                     store[key] = obj
                     self._forget_assumed(resource, key, obj)
-                if resource == "resourceslices":
+                if resource in ("resourceslices", "devicetaintrules"):
                     self._slices_list = None
                 elif resource == "deviceclasses":
                     self._extended = None
+            if resource == "devicetaintrules":
+                # A rule changes the taints of slices' devices: to the queue it is a slice update.
+                self.on_event("resourceslices", "Update", None, None)
+                return
             self.on_event(resource, action, obj if action == "Delete" else None, obj if action != "Delete" else None)
         return handle
 
@@ -111,11 +126,11 @@ class DRAManager:
             with self.lock:
                 store[key] = new
                 self._forget_assumed(resource, key, new)
-                if resource == "resourceslices":
+                if resource in ("resourceslices", "devicetaintrules"):
                     self._slices_list = None
                 elif resource == "deviceclasses":
                     self._extended = None
-            self.on_event(resource, "Update", old, new)
+            self.on_event("resourceslices" if resource == "devicetaintrules" else resource, "Update", old, new)
         return handle
 
     def _forget_assumed(self, resource: str, key: str, obj: dict) -> None:
@@ -156,9 +171,12 @@ class DRAManager:
         return extended.get(resource_name)
 
     def list_slices(self) -> list[dict]:
+        """The ResourceSlices with the taints of the DeviceTaintRules added to their devices
+        (upstream's ListWithDeviceTaintRules)."""
         with self.lock:
             if self._slices_list is None:
-                self._slices_list = list(self.slices.values())
+                rules = list(self.taint_rules.values())
+                self._slices_list = [with_taint_rules(s, rules) if rules else s for s in self.slices.values()]
             return self._slices_list
 
     def allocated_devices(self) -> set[tuple[str, str, str]]:
@@ -198,6 +216,39 @@ class DRAManager:
     def restore(self, namespace: str, name: str) -> None:
         with self.lock:
             self.assumed.pop(f"{namespace}/{name}", None)
+
+
+def _served(client: Any, path: str) -> bool:
+    try:
+        client.get(path, params={"limit": 1})
+    except ApiError as err:
+        if err.status == 404:
+            return False
+    except Exception:  # noqa: BLE001 - unreachable now: the informer retries and says so
+        pass
+    return True
+
+
+def with_taint_rules(slice_: dict, rules: list[dict]) -> dict:
+    """The slice, or a copy whose selected devices carry the rules' taints (applyPatches)."""
+    spec = slice_.get("spec") or {}
+    patched = slice_
+    for rule in rules:
+        selector = (rule.get("spec") or {}).get("deviceSelector")
+        if selector is None:
+            continue
+        if selector.get("driver") is not None and selector["driver"] != spec.get("driver"):
+            continue
+        if selector.get("pool") is not None and selector["pool"] != (spec.get("pool") or {}).get("name"):
+            continue
+        for index, device in enumerate(spec.get("devices") or ()):
+            if selector.get("device") is not None and selector["device"] != device.get("name"):
+                continue
+            if patched is slice_:
+                patched = {**slice_, "spec": {**spec, "devices": [dict(d) for d in spec.get("devices") or ()]}}
+            target = patched["spec"]["devices"][index]
+            target["taints"] = list(target.get("taints") or ()) + [rule["spec"].get("taint") or {}]
+    return patched
 
 
 _managers: dict[int, DRAManager] = {}

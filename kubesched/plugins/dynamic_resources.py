@@ -10,8 +10,7 @@ reservedFor; Score prefers nodes where a prioritized list got an earlier choice.
 
 Extended resources backed by DRA (kubesched/dra/extended.py) ride along as one more claim,
 made in PreBind. Not supported: consumable capacity (requests with capacity are an error),
-devices with binding conditions (never selected), DeviceTaintRules (only taints in the
-slices count). A pod without claims or DRA-backed extended resources skips every extension
+devices with binding conditions (never selected). A pod without claims or DRA-backed extended resources skips every extension
 point (PreFilter Skip).
 """
 

@@ -438,6 +438,33 @@ def test_tainted_device_is_used_only_with_a_toleration(runs):
     assert result["blocked"]["node"] == ""
 
 
+def test_device_taint_rule_keeps_pods_off_the_devices_it_selects(runs):
+    def scenario(run):
+        run.make_nodes("gpu")
+        run.publish("gpu", gpus=2)
+        rule = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "DeviceTaintRule",
+                "metadata": {"name": f"maintenance-{run.tag}"},
+                "spec": {"deviceSelector": {"driver": DRIVER, "pool": run.node("gpu"), "device": "gpu-0"},
+                         "taint": {"key": "example.com/maintenance", "value": "true", "effect": "NoSchedule"}}}
+        run.dra.create_cluster_custom_object(GROUP, VERSION, "devicetaintrules", rule)
+        try:
+            time.sleep(2)  # both schedulers' rule informers see the rule before the pods arrive
+            cls = run.gpu_class()
+            out = {}
+            for name in ("first", "second"):
+                run.claim(name, gpu_request(cls))
+                run.pod(name, name)
+                out[name] = run.outcome(name)
+            out["first-devices"] = run.devices("first")
+            return out
+        finally:
+            run.dra.delete_cluster_custom_object(GROUP, VERSION, "devicetaintrules", rule["metadata"]["name"])
+
+    result = agree(runs, scenario)
+    assert result["first-devices"] == ["gpu/gpu-1:gpu"]
+    assert result["second"]["message"].startswith("0/1 nodes are available: 1 cannot allocate all claims")
+
+
 def test_pod_whose_claim_is_deleted_while_it_waits(runs):
     def scenario(run):
         run.make_nodes("gpu")

@@ -268,3 +268,27 @@ def test_node_resources_fit_leaves_a_dra_backed_resource_to_dynamic_resources(mo
     state = CycleState()
     fit.pre_filter(state, gpu_pod(), [])
     assert fit.filter(state, gpu_pod(), node("n1")).reasons == ["Insufficient example.com/gpu"]
+
+
+def test_device_taint_rule_taints_the_devices_it_selects():
+    p = plugin([claim()], [gpu_slice("n1", 2)])
+    p.manager.taint_rules["maintenance"] = {"metadata": {"name": "maintenance"}, "spec": {
+        "deviceSelector": {"driver": DRIVER, "pool": "n1", "device": "gpu-0"},
+        "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}
+    the_pod = pod()
+    state, _ = cycle(p, the_pod, [node("n1")])
+    assert p.filter(state, the_pod, node("n1")) is None
+    assert [r["device"] for r in state.get("DynamicResources").node_allocations["n1"][0]["devices"]["results"]] == [
+        "gpu-1"]
+    # The informer's object is left as the API server sent it.
+    assert "taints" not in p.manager.slices[f"n1-{DRIVER}"]["spec"]["devices"][0]
+
+
+def test_resources_the_api_server_does_not_serve_get_no_informer():
+    from kubesched.dra.manager import _served
+
+    class NotServed:
+        def get(self, path, params=None):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    assert _served(NotServed(), "/apis/resource.k8s.io/v1/devicetaintrules") is False
