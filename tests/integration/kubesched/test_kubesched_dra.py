@@ -477,6 +477,8 @@ def test_pod_whose_claim_is_deleted_while_it_waits(runs):
         wait_for(lambda: "wish" not in [c["metadata"]["name"] for c in run.dra.list_namespaced_custom_object(
             GROUP, VERSION, run.namespace, "resourceclaims")["items"]], 20, 0.2, "claim deleted")
         out["held-without-claim"] = run.pending_without_decision("p")
+        # Held by PreEnqueue: no new scheduling attempt, so the reason shown is still the last one.
+        out["held-message"] = run.outcome("p")["message"]
         run.claim("wish", gpu_request(cls))
         node = wait_for(lambda: json.loads(run.core_v1.read_namespaced_pod("p", run.namespace,
                                                                            _preload_content=False).data)
@@ -487,6 +489,7 @@ def test_pod_whose_claim_is_deleted_while_it_waits(runs):
 
     result = agree(runs, scenario)
     assert result["held-without-claim"] is True and result["after-recreate"] == "gpu"
+    assert result["held-message"] == result["waiting"]["message"]
 
 
 def test_claim_for_a_device_class_that_does_not_exist(runs):
