@@ -192,6 +192,20 @@ class EventHandlers:
             self.object_informers[resource] = Informer(
                 self.client, path, name=resource, on_add=_ignore, on_update=_ignore_update,
                 on_delete=_ignore, page_size=500).start(stop)
+        # Plugins that watch more (DynamicResources: claims, slices, classes) start their own
+        # informers, so they run only when a profile enables such a plugin.
+        for fwk in self.frameworks.values():
+            for plugin in fwk.plugins.values():
+                if hasattr(plugin, "start_informers"):
+                    self.object_informers.update(plugin.start_informers(self.client, stop, self.on_plugin_object_event))
+
+    def on_plugin_object_event(self, resource: str, action: str, old: dict | None, new: dict | None) -> None:
+        """A plugin's informer saw a change (a ResourceClaim update...): requeue the pods it may help."""
+        kind = {"resourceclaims": EventResource.RESOURCE_CLAIM, "resourceslices": EventResource.RESOURCE_SLICE,
+                "deviceclasses": EventResource.DEVICE_CLASS}.get(resource, EventResource.WILDCARD)
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(kind, {"Add": ActionType.ADD, "Delete": ActionType.DELETE}.get(action, ActionType.UPDATE),
+                         f"{kind.value}{action}"))
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -205,7 +219,7 @@ class EventHandlers:
 
     def caches_synced(self) -> bool:
         informers = (self.node_informer, self.pod_informer, *self.object_informers.values())
-        return len(self.object_informers) == len(OBJECT_PATHS) and all(
+        return len(self.object_informers) >= len(OBJECT_PATHS) and all(
             i is not None and i.synced.is_set() for i in informers)
 
 

@@ -410,6 +410,14 @@ class SchedulingQueue:
         return any(r.matches(event) for r in registered)
 
     def _requeue(self, entry: QueuedPod, event: str) -> None:
+        # Upstream runs PreEnqueue again on the way to activeQ or backoffQ: a pod whose
+        # ResourceClaim was deleted meanwhile waits gated instead of failing a cycle.
+        status = self.pre_enqueue(entry.pod)
+        if status is not None and not status.is_success():
+            self._unplace(entry)
+            entry.gated_by = status.plugin or "PreEnqueue"
+            self._place(entry, UNSCHEDULABLE, event)
+            return
         self._place(entry, BACKOFF if self._is_backing_off(entry) else ACTIVE, event)
 
     def flush_backoff_completed(self) -> None:

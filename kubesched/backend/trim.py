@@ -26,8 +26,9 @@ CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy", "res
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
 # Pod status: phase (terminal pods), conditions (PodScheduled patches, DisruptionTarget in
-# preemption), nominatedNodeName (nominator), startTime (preemption's victim order).
-POD_STATUS_FIELDS = ("phase", "conditions", "nominatedNodeName", "startTime")
+# preemption), nominatedNodeName (nominator), startTime (preemption's victim order),
+# resourceClaimStatuses (DynamicResources finds the claims made from templates).
+POD_STATUS_FIELDS = ("phase", "conditions", "nominatedNodeName", "startTime", "resourceClaimStatuses")
 
 # Node status: allocatable/capacity (NodeResourcesFit), images (ImageLocality),
 # declaredFeatures (NodeDeclaredFeatures), conditions (the NodeConditionChange event).

@@ -157,6 +157,9 @@ class EventResource(str, enum.Enum):
     UNSCHEDULED_POD = "UnschedulablePod"
     NODE = "Node"
     PERSISTENT_VOLUME = "PersistentVolume"
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
     WILDCARD = "*"
 
 

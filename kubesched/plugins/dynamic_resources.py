@@ -1,19 +1,56 @@
-"""DynamicResources: kubesched's honest stand-in for DRA ResourceClaim allocation.
+"""DynamicResources: devices for pods through ResourceClaims (resource.k8s.io/v1), as v1.37.
 
-A pod without spec.resourceClaims skips the plugin, as upstream's PreFilter does.
-kubesched does not allocate devices, so a pod with claims is rejected in PreFilter with a
-reason saying so; kube-scheduler should place it.
+PreEnqueue holds a pod whose claims do not exist yet; PreFilter gathers its claims (by name,
+or the claim the resourceclaim controller made from a template, found through
+pod.status.resourceClaimStatuses) and builds the allocator; Filter allocates on each node
+(an allocated claim instead restricts the pod to its node selector); PostFilter deallocates
+a claim that blocks the pod when no other pod uses it; Reserve/Unreserve keep allocations
+in flight so two pods never get one device; PreBind writes status.allocation and
+reservedFor; Score prefers nodes where a prioritized list got an earlier choice.
+
+Extended resources backed by DRA (kubesched/dra/extended.py) ride along as one more claim,
+made in PreBind. Not supported: consumable capacity (requests with capacity are an error),
+devices with binding conditions (never selected). A pod without claims or DRA-backed extended resources skips every extension
+point (PreFilter Skip).
 """
 
 from __future__ import annotations
 
+import copy
+import threading
+from datetime import datetime, timezone
 from typing import Any
 
+from kubesched import klog
+from kubesched.client import ApiError
 from kubesched.config.types import parse_duration
-from kubesched.framework.interface import ClusterEvent, Code, PluginArgsError, Status
+from kubesched.dra.allocator import AllocationError, Allocator, FailedOnNode
+from kubesched.dra.extended import (
+    SPECIAL_CLAIM_NAME,
+    dra_backed_requests,
+    find_extended_claim,
+    is_dra_extended_resource_name,
+    requests_and_mappings,
+    special_claim,
+)
+from kubesched.dra.manager import API, DRAManager, claim_key, manager_for
+from kubesched.framework.interface import (
+    MAX_NODE_SCORE,
+    ActionType,
+    ClusterEvent,
+    Code,
+    EventResource,
+    PluginArgsError,
+    Status,
+)
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields
-from kubesched.plugins.helper.volumes import UNSUPPORTED_CLAIMS_ADVICE
+from kubesched.plugins.helper.node_affinity import NodeSelector
+from kubesched.plugins.helper.normalize_score import default_normalize_score
+
+STATE_KEY = "DynamicResources"
+FINALIZER = "resource.kubernetes.io/delete-protection"
+FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE = 8
 
 
 def _duration(args: dict, key: str, default: float) -> float:
@@ -26,6 +63,63 @@ def _duration(args: dict, key: str, default: float) -> float:
         raise PluginArgsError(key, str(err)) from None
 
 
+class ClaimNotReady(Exception):
+    pass
+
+
+class _State:
+    __slots__ = ("claims", "allocator", "available_on", "node_allocations", "unavailable", "allocations", "lock",
+                 "extended", "extended_scalars", "node_extended")
+
+    def __init__(self) -> None:
+        self.claims: list[dict] = []
+        self.allocator: Allocator | None = None
+        self.available_on: list[NodeSelector | None] = []
+        # Per node: claim index -> the AllocationResult Filter found there.
+        self.node_allocations: dict[str, dict[int, dict]] = {}
+        self.unavailable: set[int] = set()
+        self.allocations: dict[int, dict] = {}
+        self.lock = threading.Lock()
+        # The claim of the pod's DRA-backed extended resources (the last of claims), the pod's
+        # extended resource requests, and per node the claim with its requests and mappings.
+        self.extended: dict | None = None
+        self.extended_scalars: dict[str, int] = {}
+        self.node_extended: dict[str, tuple[dict, list[dict]]] = {}
+
+    def clone(self) -> "_State":
+        return self  # shared across the cycle, as upstream's stateData
+
+
+def _meta(obj: dict) -> dict:
+    return obj.get("metadata") or {}
+
+
+def pod_claim_names(pod: dict) -> list[tuple[str, str | None, bool]]:
+    """(pod claim name, ResourceClaim name or None, must check owner) per spec.resourceClaims;
+    ClaimNotReady when a template's claim is not created yet (resourceclaim.Name)."""
+    meta, spec = _meta(pod), pod.get("spec") or {}
+    statuses = {s.get("name"): s for s in (pod.get("status") or {}).get("resourceClaimStatuses") or ()}
+    out = []
+    for pc in spec.get("resourceClaims") or ():
+        if pc.get("resourceClaimName"):
+            out.append((pc.get("name", ""), pc["resourceClaimName"], False))
+        elif pc.get("resourceClaimTemplateName"):
+            status = statuses.get(pc.get("name"))
+            if status is None:
+                raise ClaimNotReady(f'pod "{meta.get("namespace")}/{meta.get("name")}": ResourceClaim not created yet')
+            # A null claim name: the controller decided no claim is needed.
+            out.append((pc.get("name", ""), status.get("resourceClaimName"), True))
+        else:
+            raise ClaimNotReady(f'pod "{meta.get("namespace")}/{meta.get("name")}", spec.resourceClaim '
+                                f'"{pc.get("name")}": none of the supported fields are set')
+    return out
+
+
+def is_reserved_for(pod: dict, claim: dict) -> bool:
+    uid = _meta(pod).get("uid")
+    return any(r.get("uid") == uid for r in (claim.get("status") or {}).get("reservedFor") or ())
+
+
 class DynamicResources:
     name = "DynamicResources"
 
@@ -33,32 +127,438 @@ class DynamicResources:
         self.handle = handle
         args = args_dict(args, self.name)
         check_known_fields(args, ("filterTimeout", "bindingTimeout"))
-        # Validated as 1.37 validates them (both gates on), though kubesched allocates nothing.
         self.filter_timeout = _duration(args, "filterTimeout", 10.0)
         if self.filter_timeout < 0:
             raise PluginArgsError("filterTimeout", f"Invalid value: {args['filterTimeout']!r}: must be zero or positive")
         self.binding_timeout = _duration(args, "bindingTimeout", 600.0)
         if self.binding_timeout < 1:
             raise PluginArgsError("bindingTimeout", f"Invalid value: {args['bindingTimeout']!r}: must be at least 1 second")
+        client = getattr(handle, "client", None) if handle is not None else None
+        self.manager: DRAManager = manager_for(client)
+
+    @property
+    def _client(self) -> Any:
+        return getattr(self.handle, "client", None)
+
+    # --- informers and events ------------------------------------------------------------------
+
+    def start_informers(self, client: Any, stop: threading.Event, on_event: Any) -> dict:
+        """Called by the scheduler when a profile enables this plugin: the DRA informers."""
+        return {f"dra-{k}": v for k, v in self.manager.start(client, stop, on_event).items()}
 
     def events_to_register(self) -> list[ClusterEvent]:
-        # spec.resourceClaims is immutable: no cluster event makes a rejected pod schedulable.
-        return []
+        return [
+            ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL
+                         | ActionType.UPDATE_NODE_ALLOCATABLE),
+            ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
+            ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
+            ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE),
+        ]
 
-    def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
-        claims = (pod.raw.get("spec") or {}).get("resourceClaims") or ()
-        if not claims:
-            return None, Status(Code.SKIP)
-        names = ", ".join(c.get("name", "") for c in claims)
-        return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                            f"kubesched does not allocate DRA ResourceClaims (pod claims: {names}); "
-                            f"{UNSUPPORTED_CLAIMS_ADVICE}", plugin=self.name)
+    # --- claims of a pod -------------------------------------------------------------------------
 
-    def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
+    def _pod_claims(self, pod: dict) -> list[dict]:
+        """foreachPodResourceClaim: ClaimNotReady with upstream's wording when one is missing."""
+        claims = []
+        namespace = _meta(pod).get("namespace", "default")
+        for _pod_claim, claim_name, check_owner in pod_claim_names(pod):
+            if claim_name is None:
+                continue
+            claim = self.manager.get_claim(namespace, claim_name)
+            if claim is None:
+                raise ClaimNotReady(f'resourceclaim.resource.k8s.io "{claim_name}" not found')
+            if _meta(claim).get("deletionTimestamp"):
+                raise ClaimNotReady(f'resourceclaim "{claim_name}" is being deleted')
+            if check_owner:
+                owners = _meta(claim).get("ownerReferences") or ()
+                if not any(o.get("uid") == _meta(pod).get("uid") and o.get("controller") for o in owners):
+                    raise ClaimNotReady(f"ResourceClaim {namespace}/{claim_name} was not created for Pod "
+                                        f"{namespace}/{_meta(pod).get('name')} (Pod is not owner)")
+            claims.append(claim)
+        return claims
+
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        if not (pod.raw.get("spec") or {}).get("resourceClaims"):
+            return None
+        try:
+            self._pod_claims(pod.raw)
+        except ClaimNotReady as err:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err), plugin=self.name)
         return None
 
+    # --- PreFilter / Filter ------------------------------------------------------------------------
+
+    def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
+        has_claims = bool((pod.raw.get("spec") or {}).get("resourceClaims"))
+        scalar = pod.requests.scalar
+        backed = dra_backed_requests(scalar, self.manager) if scalar and self.manager.classes else {}
+        if not has_claims and not backed:
+            return None, Status(Code.SKIP)  # hot path: pods without claims cost nothing here
+        s = _State()
+        state.write(STATE_KEY, s)
+        try:
+            claims = self._pod_claims(pod.raw) if has_claims else []
+        except ClaimNotReady as err:
+            return None, self._unschedulable(str(err))
+        if backed:
+            s.extended_scalars = {n: q for n, q in scalar.items() if q and is_dra_extended_resource_name(n)}
+            with self.manager.lock:
+                known = list({**self.manager.claims, **self.manager.assumed}.values())
+            s.extended = find_extended_claim(pod.raw, known) or special_claim(pod.raw)
+            claims.append(s.extended)
+        if not claims:
+            return None, Status(Code.SKIP)
+        to_allocate = 0
+        for claim in claims:
+            allocation = (claim.get("status") or {}).get("allocation")
+            if allocation is not None:
+                selector = allocation.get("nodeSelector")
+                s.available_on.append(NodeSelector(selector) if selector else None)
+                continue
+            s.available_on.append(None)
+            to_allocate += 1
+            if claim is s.extended:
+                continue
+            if self.manager.pending_allocation(_meta(claim).get("uid", "")) is not None:
+                return None, self._unschedulable(
+                    f"resource claim {claim_key(claim)} is in the process of being allocated")
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+                if request.get("exactly") is not None:
+                    status = self._validate_class((request["exactly"] or {}).get("deviceClassName", ""),
+                                                  request.get("name", ""))
+                elif request.get("firstAvailable"):
+                    status = None
+                    for sub in request["firstAvailable"]:
+                        status = self._validate_class(sub.get("deviceClassName", ""),
+                                                      f"{request.get('name', '')}/{sub.get('name', '')}")
+                        if status is not None:
+                            break
+                else:
+                    status = self._unschedulable(f"resource claim {claim_key(claim)}, request "
+                                                 f"{request.get('name', '')}: unknown request type")
+                if status is not None:
+                    return None, status
+        if to_allocate:
+            s.allocator = Allocator(self.manager.allocated_devices(), dict(self.manager.classes),
+                                    self.manager.list_slices(), self.manager.cel, claim_key, self.filter_timeout)
+        s.claims = claims
+        return None, None
+
+    def _validate_class(self, class_name: str, request_name: str) -> Status | None:
+        if not class_name:
+            return Status(Code.ERROR, f"request {request_name}: unsupported request type", plugin=self.name)
+        if self.manager.device_class(class_name) is None:
+            return self._unschedulable(f"request {request_name}: device class {class_name} does not exist")
+        return None
+
+    def _unschedulable(self, reason: str) -> Status:
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, plugin=self.name)
+
+    def _extended_on_node(self, s: _State, pod: PodInfo, node_info: NodeInfo) -> tuple[dict | None, list, Status | None]:
+        """filterExtendedResources: the extended claim with this node's requests, or None when
+        the node's own allocatable (a device plugin) serves every extended resource."""
+        claim = s.extended
+        if claim is None:
+            return None, [], None
+        if ((claim.get("spec") or {}).get("devices") or {}).get("requests") is not None and \
+                (claim.get("status") or {}).get("allocation") is None:
+            return None, [], self._unschedulable("cannot schedule extended resource claim")
+        on_dra = []
+        for name in s.extended_scalars:
+            allocatable = node_info.allocatable.scalar.get(name)
+            if self.manager.class_for_extended_resource(name) is not None and not allocatable:
+                on_dra.append(name)
+            elif allocatable is None:
+                return None, [], self._unschedulable("cannot fit resource")
+        if not on_dra or (claim.get("status") or {}).get("allocation") is not None:
+            return None, [], None
+        requests, mappings = requests_and_mappings(pod.raw, on_dra, self.manager)
+        node_claim = copy.deepcopy(claim)
+        node_claim["spec"] = {"devices": {"requests": requests}}
+        return node_claim, mappings, None
+
+    def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return None
+        node_claim, mappings, status = self._extended_on_node(s, pod, node_info)
+        if status is not None:
+            return status
+        if node_claim is None and len(s.claims) == 1 and s.extended is not None and \
+                (s.extended.get("status") or {}).get("allocation") is None:
+            return None  # only extended resources, all served by the node's allocatable
+        unavailable = [i for i, sel in enumerate(s.available_on) if sel is not None and not sel.matches(node_info)]
+        allocations: dict[int, dict] | None = None
+        if s.allocator is not None:
+            indices, to_allocate = [], []
+            for i, c in enumerate(s.claims):
+                if (c.get("status") or {}).get("allocation") is not None:
+                    continue
+                if c is s.extended:
+                    if node_claim is None:
+                        continue
+                    c = node_claim
+                indices.append(i)
+                to_allocate.append(c)
+            try:
+                results = s.allocator.allocate(node_info, to_allocate)
+            except FailedOnNode as err:
+                return self._unschedulable(str(err))
+            except AllocationError as err:
+                return Status(Code.ERROR, str(err), plugin=self.name, error=err)
+            if results is None or len(results) != len(to_allocate):
+                return self._unschedulable("cannot allocate all claims")
+            allocations = dict(zip(indices, results))
+        if unavailable:
+            with s.lock:
+                s.unavailable.update(unavailable)
+            return self._unschedulable("resourceclaim not available on the node")
+        if allocations is not None:
+            with s.lock:
+                s.node_allocations[node_info.name] = allocations
+                if node_claim is not None:
+                    s.node_extended[node_info.name] = (node_claim, mappings)
+        return None
+
+    # --- PostFilter ----------------------------------------------------------------------------------
+
+    def post_filter(self, state, pod: PodInfo, statuses: dict) -> tuple[str | None, Status]:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return None, Status(Code.UNSCHEDULABLE)
+        for index in sorted(s.unavailable):
+            claim = s.claims[index]
+            reserved = (claim.get("status") or {}).get("reservedFor") or ()
+            if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
+                updated = copy.deepcopy(claim)
+                status = updated.setdefault("status", {})
+                for field in ("reservedFor", "allocation", "devices"):
+                    status.pop(field, None)
+                meta = _meta(claim)
+                try:
+                    self._client.request("PUT", f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/"
+                                                f"{meta.get('name')}/status", updated)
+                except ApiError as err:
+                    return None, Status(Code.ERROR, str(err), plugin=self.name, error=err)
+                return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed", plugin=self.name)
+        extended = s.extended
+        if extended is not None and _meta(extended).get("name") != SPECIAL_CLAIM_NAME:
+            try:
+                self._delete_claim(extended)
+            except ApiError as err:
+                return None, Status(Code.ERROR, str(err), plugin=self.name, error=err)
+            return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed", plugin=self.name)
+        return None, Status(Code.UNSCHEDULABLE)
+
+    def _delete_claim(self, claim: dict) -> None:
+        meta = _meta(claim)
+        path = f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/{meta.get('name')}"
+        current = self._client.get(path)
+        finalizers = [f for f in _meta(current).get("finalizers") or () if f != FINALIZER]
+        if finalizers != (_meta(current).get("finalizers") or []):
+            current["metadata"]["finalizers"] = finalizers
+            self._client.request("PUT", path, current)
+        try:
+            self._client.request("DELETE", path)
+        except ApiError as err:
+            if err.status != 404:
+                raise
+
+    # --- Score ---------------------------------------------------------------------------------------
+
     def pre_score(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> Status | None:
-        return Status(Code.SKIP)
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return Status(Code.SKIP)
+        return None
 
     def score(self, state, pod: PodInfo, node_info: NodeInfo) -> int:
-        return 0
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return 0
+        allocations = s.node_allocations.get(node_info.name)
+        if allocations is None:
+            return 0
+        score = 0
+        for index, claim in enumerate(s.claims):
+            allocation = (claim.get("status") or {}).get("allocation") or allocations.get(index)
+            if allocation is None:
+                continue
+            chosen = {r.get("request") for r in (allocation.get("devices") or {}).get("results") or ()
+                      if "/" in (r.get("request") or "")}
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+                for i, sub in enumerate(request.get("firstAvailable") or ()):
+                    if f"{request.get('name')}/{sub.get('name')}" in chosen:
+                        score += FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE - i
+        return score
+
+    def normalize_score(self, state, pod: PodInfo, scores: list) -> None:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    # --- Reserve / Unreserve -------------------------------------------------------------------------
+
+    def reserve(self, state, pod: PodInfo, node_name: str) -> Status | None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims or s.allocator is None:
+            return None
+        allocations = s.node_allocations.get(node_name)
+        user_to_allocate = [i for i, c in enumerate(s.claims)
+                            if (c.get("status") or {}).get("allocation") is None and c is not s.extended]
+        if not allocations:
+            if not user_to_allocate:
+                return None
+            return Status(Code.ERROR, "claim allocation not found for node", plugin=self.name)
+        if any(i not in allocations for i in user_to_allocate):
+            return Status(Code.ERROR, f"internal error, have {len(allocations)} allocations, "
+                                      f"{len(user_to_allocate)} claims to allocate", plugin=self.name)
+        for index, allocation in allocations.items():
+            s.allocations[index] = allocation
+            claim = copy.deepcopy(s.claims[index])
+            claim.setdefault("status", {})["allocation"] = allocation
+            self.manager.signal_pending_allocation(_meta(claim).get("uid", ""), claim)
+        return None
+
+    def unreserve(self, state, pod: PodInfo, node_name: str) -> None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return
+        for claim in s.claims:
+            meta = _meta(claim)
+            if self.manager.remove_pending_allocation(meta.get("uid", "")):
+                self.manager.restore(meta.get("namespace", ""), meta.get("name", ""))
+            current = self.manager.get_claim(meta.get("namespace", ""), meta.get("name", "")) or claim
+            if (current.get("status") or {}).get("allocation") is not None and is_reserved_for(pod.raw, current):
+                patch = {"metadata": {"uid": meta.get("uid")},
+                         "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]}}
+                try:
+                    self._client.request("PATCH", f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/"
+                                                  f"{meta.get('name')}/status", patch,
+                                         content_type="application/strategic-merge-patch+json")
+                except ApiError as err:
+                    klog.error("unreserve", resourceclaim=claim_key(claim), err=str(err))
+
+    # --- PreBind ---------------------------------------------------------------------------------------
+
+    def pre_bind(self, state, pod: PodInfo, node_name: str) -> Status | None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return None
+        for index, claim in enumerate(s.claims):
+            if is_reserved_for(pod.raw, claim):
+                continue
+            if claim is s.extended:
+                status = self._bind_extended_claim(s, index, pod, node_name)
+                if status is not None:
+                    return status
+                continue
+            try:
+                s.claims[index] = self._bind_claim(pod, claim, s.allocations.get(index))
+            except (ApiError, ClaimNotReady) as err:
+                return Status(Code.ERROR, str(err), plugin=self.name, error=err)
+        return None
+
+    def _bind_extended_claim(self, s: _State, index: int, pod: PodInfo, node_name: str) -> Status | None:
+        """Create the claim of the pod's extended resources, allocate and reserve it, and
+        record it in the pod's status.extendedResourceClaimStatus."""
+        claim = s.claims[index]
+        allocation = s.allocations.get(index)
+        if allocation is None and _meta(claim).get("name") == SPECIAL_CLAIM_NAME:
+            return None  # every extended resource came from the node's allocatable
+        created = None
+        try:
+            if _meta(claim).get("name") == SPECIAL_CLAIM_NAME:
+                node_claim, mappings = s.node_extended.get(node_name, (None, []))
+                if node_claim is None:
+                    return Status(Code.ERROR, f"extended resource claim not found for node {node_name}",
+                                  plugin=self.name)
+                body = copy.deepcopy(node_claim)
+                meta = body["metadata"]
+                for field in ("name", "uid"):
+                    meta.pop(field, None)
+                body.pop("status", None)
+                try:
+                    created = self._client.request(
+                        "POST", f"{API}/namespaces/{meta.get('namespace')}/resourceclaims", body)
+                except ApiError as err:
+                    raise ApiError(err.status, err.reason, f"create claim for extended resources "
+                                                           f"{meta.get('namespace')}/{SPECIAL_CLAIM_NAME}: "
+                                                           f"{err.message}") from None
+                self.manager.signal_pending_allocation(_meta(created).get("uid", ""), {**created, "status": {
+                    "allocation": allocation}})
+                self.manager.remove_pending_allocation(_meta(claim).get("uid", ""))
+                claim = created
+            else:
+                mappings = s.node_extended.get(node_name, (None, []))[1]
+            s.claims[index] = self._bind_claim(pod, claim, allocation)
+            if created is not None:
+                if not mappings:
+                    raise ClaimNotReady(f"nil or empty request mappings, no update of pod {pod.key} "
+                                        "ExtendedResourceClaimStatus")
+                try:
+                    self._client.patch_pod_status(pod.namespace, pod.name, {"status": {
+                        "extendedResourceClaimStatus": {"requestMappings": mappings,
+                                                        "resourceClaimName": _meta(created).get("name")}}})
+                except ApiError as err:
+                    raise ApiError(err.status, err.reason, f"update pod {pod.key} ExtendedResourceClaimStatus: "
+                                                           f"{err.message}") from None
+        except (ApiError, ClaimNotReady) as err:
+            if created is not None:
+                # Leave nothing half done: the claim made here goes with the failed attempt.
+                self.manager.remove_pending_allocation(_meta(created).get("uid", ""))
+                try:
+                    self._delete_claim(created)
+                except ApiError as cleanup_err:
+                    klog.error("delete extended resource claim", resourceclaim=claim_key(created),
+                               err=str(cleanup_err))
+            return Status(Code.ERROR, str(err), plugin=self.name, error=err)
+        return None
+
+    def _bind_claim(self, pod: PodInfo, claim: dict, allocation: dict | None) -> dict:
+        meta = _meta(claim)
+        path = f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/{meta.get('name')}"
+        uid = meta.get("uid", "")
+        claim = copy.deepcopy(claim)
+        refresh = False
+        try:
+            for _attempt in range(5):  # retry.DefaultRetry: conflicts re-read the claim
+                if refresh:
+                    claim = self._client.get(path)
+                refresh = True
+                if _meta(claim).get("deletionTimestamp"):
+                    raise ClaimNotReady(f"claim {claim_key(claim)} got deleted in the meantime")
+                status = claim.setdefault("status", {})
+                if allocation is not None:
+                    if status.get("allocation") is not None:
+                        raise ClaimNotReady(f"claim {claim_key(claim)} got allocated elsewhere in the meantime")
+                    finalizers = _meta(claim).setdefault("finalizers", [])
+                    if FINALIZER not in finalizers:
+                        finalizers.append(FINALIZER)
+                        try:
+                            claim = self._client.request("PUT", path, claim)
+                        except ApiError as err:
+                            if err.status == 409:
+                                continue
+                            raise ApiError(err.status, err.reason,
+                                           f"add finalizer to claim {claim_key(claim)}: {err.message}") from None
+                        status = claim.setdefault("status", {})
+                    status["allocation"] = dict(allocation)
+                if status.get("allocation") is None:
+                    raise ClaimNotReady(f"claim {claim_key(claim)} got deallocated elsewhere in the meantime")
+                if not status["allocation"].get("allocationTimestamp"):
+                    status["allocation"]["allocationTimestamp"] = \
+                        datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+                status["reservedFor"] = list(status.get("reservedFor") or ()) + [
+                    {"resource": "pods", "name": pod.name, "uid": pod.uid}]
+                try:
+                    claim = self._client.request("PUT", f"{path}/status", claim)
+                except ApiError as err:
+                    if err.status == 409:
+                        continue
+                    what = "add allocation and reservation to" if allocation is not None else "add reservation to"
+                    raise ApiError(err.status, err.reason, f"{what} claim {claim_key(claim)}: {err.message}") from None
+                self.manager.assume(claim)
+                return claim
+            raise ClaimNotReady(f"claim {claim_key(claim)}: too many conflicts while updating its status")
+        finally:
+            if allocation is not None:
+                self.manager.remove_pending_allocation(uid)

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.dra.extended import dra_backed_requests
+from kubesched.dra.manager import manager_for
 from kubesched.framework.columns import columns_and_rows, within_exact_range
 from kubesched.framework.interface import (
     ActionType,
@@ -43,6 +45,8 @@ MOST_ALLOCATED = "MostAllocated"
 REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 PRE_FILTER_STATE_KEY = "PreFilterNodeResourcesFit"
+DRA_BACKED_STATE_KEY = "PreFilterNodeResourcesFit/DRA"
+NONE: frozenset[str] = frozenset()
 PRE_SCORE_STATE_KEY = "PreScoreNodeResourcesFit"
 TOO_MANY_PODS = "Too many pods"
 
@@ -55,7 +59,8 @@ def validate_resource_weights(resources: list[tuple[str, int]], path: str) -> No
 
 
 def insufficient_resources(request: Resource, node: NodeInfo, ignored: frozenset[str] = frozenset(),
-                           ignored_groups: frozenset[str] = frozenset()) -> list[tuple[str, bool]]:
+                           ignored_groups: frozenset[str] = frozenset(),
+                           dra_backed: frozenset[str] = frozenset()) -> list[tuple[str, bool]]:
     """fitsRequest: (reason, unresolvable) for every resource that does not fit."""
     out: list[tuple[str, bool]] = []
     alloc, used = node.allocatable, node.requested
@@ -77,6 +82,8 @@ def insufficient_resources(request: Resource, node: NodeInfo, ignored: frozenset
                 name in ignored or (ignored_groups and name.split("/", 1)[0] in ignored_groups)):
             continue
         capacity = alloc.scalar.get(name, 0)
+        if capacity <= 0 and name in dra_backed:
+            continue  # shouldDelegateResourceToDRA: DynamicResources allocates a device instead
         if quantity > capacity - used.scalar.get(name, 0):
             out.append((f"Insufficient {name}", quantity > capacity))
     return out
@@ -140,7 +147,16 @@ class NodeResourcesFit:
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
         state.write(PRE_FILTER_STATE_KEY, pod.requests)
+        if pod.requests.scalar:
+            state.write(DRA_BACKED_STATE_KEY, self._dra_backed(pod.requests.scalar))
         return None, None
+
+    def _dra_backed(self, scalar: dict[str, int]) -> frozenset[str]:
+        """Requested extended resources a DeviceClass backs (DRAExtendedResource, on in 1.37)."""
+        manager = manager_for(getattr(self.handle, "client", None))
+        if not manager.classes:
+            return frozenset()
+        return frozenset(dra_backed_requests(scalar, manager))
 
     def _status(self, insufficient: list[tuple[str, bool]]) -> Status:
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if any(u for _unused, u in insufficient) else Code.UNSCHEDULABLE
@@ -155,13 +171,14 @@ class NodeResourcesFit:
                 and request.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage):
             return None
         insufficient = insufficient_resources(request, node_info, self.ignored_resources,
-                                              self.ignored_resource_groups)
+                                              self.ignored_resource_groups, state.get(DRA_BACKED_STATE_KEY, NONE))
         return self._status(insufficient) if insufficient else None
 
     def filter_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
         request = state.get(PRE_FILTER_STATE_KEY) or pod.requests
         cpu, mem, eph = request.milli_cpu, request.memory, request.ephemeral_storage
         plain = not request.scalar
+        dra_backed = state.get(DRA_BACKED_STATE_KEY, NONE)
         found = columns_and_rows(self.handle, state, nodes) if plain and within_exact_range(cpu, mem, eph) else None
         if found is not None:  # hot path: the fast check as one array expression
             columns, rows = found
@@ -172,7 +189,7 @@ class NodeResourcesFit:
             out: list[Status | None] = [None] * len(nodes)
             for i in np.flatnonzero(~fits).tolist():
                 insufficient = insufficient_resources(request, nodes[i], self.ignored_resources,
-                                                      self.ignored_resource_groups)
+                                                      self.ignored_resource_groups)  # plain: no extended
                 out[i] = self._status(insufficient) if insufficient else None
             return out
         out = []
@@ -184,7 +201,7 @@ class NodeResourcesFit:
                 out.append(None)
                 continue
             insufficient = insufficient_resources(request, node, self.ignored_resources,
-                                                  self.ignored_resource_groups)
+                                                  self.ignored_resource_groups, dra_backed)
             out.append(self._status(insufficient) if insufficient else None)
         return out
 

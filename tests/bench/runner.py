@@ -97,6 +97,13 @@ class RunContext:
         self.nodes.ensure(workload.nodes, self.progress.log)
         for name, value in workload.priority_classes:
             ensure_priority_class(self.cluster, name, value)
+        if workload.cluster_objects is not None:
+            by_path: dict[str, list[dict]] = {}
+            for path, body in workload.cluster_objects(node_names(workload.nodes), self.namespace):
+                by_path.setdefault(path, []).append(body)
+            for path, bodies in by_path.items():  # in order: classes, slices, templates
+                self.cluster.create_all(path, bodies)
+            self.progress.log(f"{label}: created {sum(map(len, by_path.values()))} cluster objects")
         init_bodies = init_pod_bodies(workload, node_names(workload.nodes))
         if init_bodies:
             self.cluster.create_all(pods_path, init_bodies)

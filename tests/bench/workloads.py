@@ -61,6 +61,9 @@ class Workload:
     priority_classes: tuple[tuple[str, int], ...] = field(default=())
     # How long a backlog run may take per pod before it counts as stuck (see runner.run_timeout).
     timeout_per_pod_s: float = 0.2
+    # Objects created before the pods, as (API collection path, body) pairs given the node
+    # names and the namespace: DeviceClasses, ResourceSlices, ResourceClaimTemplates.
+    cluster_objects: Callable[[list[str], str], list[tuple[str, dict]]] | None = None
 
     @property
     def node_count(self) -> int:
@@ -129,6 +132,28 @@ def _high_priority_pod(index: int, scheduler_name: str) -> dict:
                         priorityClassName=HIGH_PRIORITY_CLASS[0])
 
 
+# Dynamic Resource Allocation, as scheduler_perf's SchedulingWithResourceClaimTemplateStructured:
+# a driver publishes one ResourceSlice per node (lab.fake_dra_driver's GPUs), every pod asks
+# for one device of the class through a ResourceClaimTemplate; the resourceclaim controller
+# (kube-controller-manager in the lab) creates each pod's claim, the scheduler allocates it.
+DRA_API = "/apis/resource.k8s.io/v1"
+DRA_CLASS = "bench-gpu.example.com"
+DRA_TEMPLATE = "bench-one-gpu"
+DRA_DEVICES_PER_NODE = 8
+
+
+def _dra_objects(nodes: list[str], namespace: str) -> list[tuple[str, dict]]:
+    from lab.fake_dra_driver import device_class, gpu_slice
+
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": DRA_TEMPLATE},
+                "spec": {"spec": {"devices": {"requests": [
+                    {"name": "gpu", "exactly": {"deviceClassName": DRA_CLASS}}]}}}}
+    return ([(f"{DRA_API}/deviceclasses", device_class(DRA_CLASS))]
+            + [(f"{DRA_API}/resourceslices", gpu_slice(node, DRA_DEVICES_PER_NODE)) for node in nodes]
+            + [(f"{DRA_API}/namespaces/{namespace}/resourceclaimtemplates", template)])
+
+
 WORKLOADS: tuple[Workload, ...] = (
     # The headline figures first, so a time-boxed run (--stop-after) measures what matters most.
     Workload("Smoke/20Nodes", _plain_nodes(20), 50, _measured(), qps_profiles=("default", "unthrottled"),
@@ -158,6 +183,11 @@ WORKLOADS: tuple[Workload, ...] = (
              # 80 s before its first binding in an earlier run, so 0.2 s per pod is too tight.
              timeout_per_pod_s=1.0,
              description="2,000 bound low-priority 900m pods fill the nodes; 3-cpu priority-10 pods preempt"),
+    Workload("SchedulingWithResourceClaimTemplate/500Nodes", _plain_nodes(500), 2000,
+             _measured(resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": DRA_TEMPLATE}]),
+             cluster_objects=_dra_objects, timeout_per_pod_s=0.5,
+             description="each pod claims one of 8 GPUs per node through a ResourceClaimTemplate "
+                         "(needs kube-controller-manager's resourceclaim controller in the lab)"),
 )
 
 

@@ -207,3 +207,24 @@ def test_a_pod_already_nominated_keeps_its_nomination(clock):
     p.nominated_node_name = "n7"
     q.add(p)
     assert [x.name for x in q.nominator.nominated_pods_for_node("n7")] == ["nominated"]
+
+
+def test_requeued_pod_runs_pre_enqueue_again_and_waits_gated_if_rejected(clock):
+    # Upstream's moveToActiveQ/moveToBackoffQ: e.g. a pod's ResourceClaim deleted while it
+    # waited unschedulable goes back to waiting in PreEnqueue, not into a failing cycle.
+    from kubesched.framework.interface import Code, Status
+
+    rejected: set[str] = set()
+    q = SchedulingQueue(FakeSort(None, None).less, clock=clock,
+                        pre_enqueue=lambda p: Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "claim gone",
+                                                     plugin="FakeClaims") if p.uid in rejected else None,
+                        plugin_events={"FakeLabelFilter": FakeLabelFilter(None, None).events_to_register()})
+    q.add(pod("p", uid="u1"))
+    p = q.pop(timeout=0)
+    fail(q, p, "FakeLabelFilter")
+    rejected.add("u1")
+    q.move_all_to_active_or_backoff(NODE_LABEL)
+    assert q.where("u1") == GATED
+    rejected.clear()
+    q.move_all_to_active_or_backoff(NODE_LABEL)  # FakeClaims registers nothing: any event may help
+    assert q.where("u1") in (ACTIVE, BACKOFF)

@@ -41,11 +41,10 @@ def test_inline_csi_volumes_are_rejected_by_node_volume_limits():
     assert status.code == UU and "inline CSI volumes: secrets" in status.message()
 
 
-def test_dynamic_resources_rejects_pods_with_claims():
+def test_dynamic_resources_pod_whose_claim_does_not_exist_is_unschedulable():
     pod = make_pod(spec={"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]})
     _unused, status = DynamicResources().pre_filter(CycleState(), pod, [])
-    assert code_and_reasons(status) == (UU, ("kubesched does not allocate DRA ResourceClaims (pod claims: gpu); "
-                                             "schedule this pod with kube-scheduler",))
+    assert code_and_reasons(status) == (UU, ('resourceclaim.resource.k8s.io "gpu-claim" not found',))
 
 
 def disk(kind, **source):

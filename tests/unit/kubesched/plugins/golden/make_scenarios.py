@@ -320,8 +320,136 @@ def preemption_scenario(seed: int) -> dict:
             "namespaces": [{"metadata": {"name": n, "labels": lab}} for n, lab in NAMESPACES]}
 
 
+DRA_DRIVERS = ["gpu.example.com", "nic.example.com"]
+DRA_MODELS = ["A100", "H100", "T4"]
+
+
+def dra_device(rng, driver, i):
+    attrs = {"model": {"string": rng.choice(DRA_MODELS)}, "index": {"int": i},
+             "pcieRoot": {"string": f"pci{rng.randrange(2)}"},
+             "driverVersion": {"version": rng.choice(["1.2.3", "2.0.0", "1.10.0-rc.1"])}}
+    if rng.random() < 0.2:
+        attrs[f"{driver}/healthy"] = {"bool": rng.random() < 0.8}
+    device = {"name": f"dev-{i}", "attributes": attrs,
+              "capacity": {"memory": {"value": rng.choice(["16Gi", "40Gi", "80Gi", "81920Mi"])}}}
+    if rng.random() < 0.15:
+        device["taints"] = [{"key": "example.com/unhealthy", "value": rng.choice(["true", "maybe"]),
+                             "effect": rng.choice(["NoSchedule", "NoExecute", "None"])}]
+    return device
+
+
+def dra_slices(rng, node_name):
+    slices = []
+    for driver in DRA_DRIVERS[:rng.randint(1, 2)]:
+        pool = {"name": f"{node_name}-{driver.split('.')[0]}", "generation": 1, "resourceSliceCount": 1}
+        kind = rng.random()
+        if kind < 0.2:  # partitionable: a counter slice and a device slice in one pool
+            pool["resourceSliceCount"] = 2
+            total = rng.choice([40, 80])
+            slices.append({"metadata": {"name": f"{pool['name']}-counters"},
+                           "spec": {"driver": driver, "nodeName": node_name, "pool": dict(pool),
+                                    "sharedCounters": [{"name": "mem", "counters": {"memory": {"value": f"{total}Gi"}}}]}})
+            devices = []
+            for i, size in enumerate([total, total // 2, total // 2, total // 4, total // 4]):
+                d = dra_device(rng, driver, i)
+                d["capacity"] = {"memory": {"value": f"{size}Gi"}}
+                d["consumesCounters"] = [{"counterSet": "mem", "counters": {"memory": {"value": f"{size}Gi"}}}]
+                devices.append(d)
+            slices.append({"metadata": {"name": f"{pool['name']}-devices"},
+                           "spec": {"driver": driver, "nodeName": node_name, "pool": dict(pool), "devices": devices}})
+            continue
+        devices = [dra_device(rng, driver, i) for i in range(rng.randint(1, 6))]
+        if kind < 0.25 and len(devices) > 1:
+            devices[-1]["name"] = devices[0]["name"]  # a broken driver: duplicate device names
+        if kind > 0.95:
+            pool["resourceSliceCount"] = 2  # the second slice is not published yet
+        slices.append({"metadata": {"name": f"{pool['name']}-0"},
+                       "spec": {"driver": driver, "nodeName": node_name, "pool": pool, "devices": devices}})
+    return slices
+
+
+def dra_selector(rng, driver):
+    if rng.random() < 0.08:
+        return f'device.attributes["{driver}"].healthy'  # a runtime error where the attribute is missing
+    return rng.choice([
+        f'device.attributes["{driver}"].model == "{rng.choice(DRA_MODELS)}"',
+        f'device.capacity["{driver}"].memory.compareTo(quantity("{rng.choice(["20Gi", "40Gi", "64Gi"])}")) >= 0',
+        f'device.attributes["{driver}"].driverVersion.isGreaterThan(semver("1.5.0"))',
+        f'device.attributes["{driver}"].index % 2 == {rng.randrange(2)}',
+        f'device.attributes["{driver}"].?healthy.orValue(true)',
+        f'device.attributes["{driver}"].model.startsWith("A") || device.attributes["{driver}"].pcieRoot == "pci1"',
+        f'"{driver}" in device.attributes && device.attributes["{driver}"].index < 4',
+    ])
+
+
+def dra_request(rng, name, driver):
+    exactly = {"deviceClassName": f"{driver}-{rng.choice(['any', 'big'])}", "allocationMode": "ExactCount",
+               "count": rng.choice([1, 1, 1, 2, 3])}
+    if rng.random() < 0.1:
+        exactly = {"deviceClassName": exactly["deviceClassName"], "allocationMode": "All"}
+    if rng.random() < 0.4:
+        exactly["selectors"] = [{"cel": {"expression": dra_selector(rng, driver)}}]
+    if rng.random() < 0.2:
+        exactly["tolerations"] = [{"key": "example.com/unhealthy", "operator": rng.choice(["Exists", "Equal"]),
+                                   "value": "true", "effect": rng.choice(["NoSchedule", "NoExecute", ""])}]
+    if rng.random() < 0.05:
+        exactly["adminAccess"] = True
+    if rng.random() < 0.2:
+        subs = []
+        for j in range(rng.randint(2, 3)):
+            sub = {"name": f"s{j}", "deviceClassName": f"{driver}-any", "allocationMode": "ExactCount",
+                   "count": rng.choice([1, 2, 4])}
+            if rng.random() < 0.5:
+                sub["selectors"] = [{"cel": {"expression": dra_selector(rng, driver)}}]
+            subs.append(sub)
+        return {"name": name, "firstAvailable": subs}
+    return {"name": name, "exactly": exactly}
+
+
+def dra_scenario(seed: int) -> dict:
+    """Nodes with ResourceSlices, DeviceClasses, devices already allocated and the claims of
+    one pod, for upstream's structured allocator (upstream_runner dra)."""
+    rng = random.Random(seed)
+    nodes = [{"metadata": {"name": f"node-{i}", "labels": {HOST: f"node-{i}", "rack": f"r{i % 2}"}}}
+             for i in range(rng.randint(1, 3))]
+    slices = [s for n in nodes for s in dra_slices(rng, n["metadata"]["name"])]
+    if rng.random() < 0.3:  # network-attached devices: for every node, or for the nodes of one rack
+        where = rng.choice([{"allNodes": True}, {"nodeSelector": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r0"]}]}]}}])
+        slices.append({"metadata": {"name": "fabric-0"},
+                       "spec": {"driver": "nic.example.com", **where,
+                                "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+                                "devices": [dra_device(rng, "nic.example.com", 10 + i) for i in range(3)]}})
+    classes = []
+    for driver in DRA_DRIVERS:
+        classes.append({"metadata": {"name": f"{driver}-any"},
+                        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}],
+                                 "config": [{"opaque": {"driver": driver, "parameters": {"class": "any"}}}]}})
+        classes.append({"metadata": {"name": f"{driver}-big"}, "spec": {"selectors": [
+            {"cel": {"expression": f'device.driver == "{driver}"'}},
+            {"cel": {"expression": f'device.capacity["{driver}"].memory.compareTo(quantity("40Gi")) >= 0'}}]}})
+    all_devices = [(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
+                   for s in slices for d in s["spec"].get("devices") or ()]
+    allocated = sorted({d for d in all_devices if rng.random() < 0.15})
+    claims = []
+    for c in range(rng.randint(1, 2)):
+        driver = rng.choice(DRA_DRIVERS)
+        requests = [dra_request(rng, f"req-{r}", driver) for r in range(rng.randint(1, 2))]
+        devices = {"requests": requests}
+        if rng.random() < 0.35:
+            devices["constraints"] = [{rng.choice(["matchAttribute", "distinctAttribute"]):
+                                       rng.choice([f"{driver}/pcieRoot", f"{driver}/model"])}]
+        if rng.random() < 0.3:
+            devices["config"] = [{"requests": [requests[0]["name"]],
+                                  "opaque": {"driver": driver, "parameters": {"claim": c}}}]
+        claims.append({"metadata": {"name": f"claim-{c}", "namespace": "default", "uid": f"uid-{seed}-{c}"},
+                       "spec": {"devices": devices}})
+    return {"name": f"dra-{seed}", "nodes": nodes, "slices": slices, "classes": classes, "claims": claims,
+            "allocated": [list(d) for d in allocated]}
+
+
 if __name__ == "__main__":
     kind = sys.argv[1] if len(sys.argv) > 1 else "plugins"
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 300
-    make = preemption_scenario if kind == "preemption" else scenario
+    make = {"preemption": preemption_scenario, "dra": dra_scenario}.get(kind, scenario)
     json.dump([make(seed) for seed in range(count)], sys.stdout, indent=None, separators=(",", ":"))

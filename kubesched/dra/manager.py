@@ -1,0 +1,264 @@
+"""What DynamicResources reads beside the snapshot (upstream's DRAManager and assume cache).
+
+Three informers (ResourceClaims, ResourceSlices, DeviceClasses of resource.k8s.io/v1), started
+only when a profile enables DynamicResources, and two overlays on the claims:
+- in-flight allocations: set in Reserve, cleared once PreBind wrote them (or Unreserve), so
+  the next pod's allocator never hands out the same device;
+- assumed claims: the object PreBind got back from the API, kept until the informer has
+  seen that version, so a stale informer never shows a just-allocated claim as free.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from kubesched import klog
+from kubesched.backend.informer import Informer
+from kubesched.backend.trim import trim_metadata
+from kubesched.client import ApiError
+from kubesched.dra.cel import SelectorCache
+
+API = "/apis/resource.k8s.io/v1"
+PATHS = {
+    "resourceclaims": f"{API}/resourceclaims",
+    "resourceslices": f"{API}/resourceslices",
+    "deviceclasses": f"{API}/deviceclasses",
+    "devicetaintrules": f"{API}/devicetaintrules",
+}
+
+
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def _wins(meta: dict, current: dict) -> bool:
+    """Two classes claim one extended resource name: the newer one wins, then the smaller name."""
+    created, current_created = meta.get("creationTimestamp") or "", current.get("creationTimestamp") or ""
+    if created != current_created:
+        return created > current_created
+    return meta.get("name", "") < current.get("name", "")
+
+
+def claim_key(claim: dict) -> str:
+    meta = claim.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _rv(obj: dict) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def allocated_device_ids(claim: dict) -> list[tuple[str, str, str]]:
+    """Devices a claim's allocation holds exclusively (admin access does not hold them)."""
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    return [(r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
+            for r in (allocation.get("devices") or {}).get("results") or () if not r.get("adminAccess")]
+
+
+class DRAManager:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.claims: dict[str, dict] = {}
+        self.slices: dict[str, dict] = {}
+        self.classes: dict[str, dict] = {}
+        self.taint_rules: dict[str, dict] = {}
+        self.assumed: dict[str, dict] = {}
+        self.in_flight: dict[str, dict] = {}  # claim uid -> claim with its pending allocation
+        self.cel = SelectorCache()
+        self.informers: dict[str, Informer] = {}
+        self.on_event: Callable[[str, str, dict | None, dict | None], None] = lambda *a: None
+        self._slices_list: list[dict] | None = None
+        self._extended: dict[str, dict] | None = None
+
+    # --- informers ---------------------------------------------------------------------------
+
+    def start(self, client: Any, stop: threading.Event,
+              on_event: Callable[[str, str, dict | None, dict | None], None]) -> dict[str, Informer]:
+        """Start the three informers once; on_event(resource, action, old, new) requeues pods."""
+        self.on_event = on_event
+        if self.informers:
+            return self.informers
+        stores = {"resourceclaims": self.claims, "resourceslices": self.slices, "deviceclasses": self.classes,
+                  "devicetaintrules": self.taint_rules}
+        for resource, path in PATHS.items():
+            store = stores[resource]
+            if not _served(client, path):
+                # An API server without this resource (resource.k8s.io off, or the
+                # DRADeviceTaintRules gate off) would keep the informer from ever syncing.
+                klog.error("DRA resource not served by the API server; DynamicResources goes without it",
+                           resource=resource)
+                continue
+            self.informers[resource] = Informer(
+                client, path, name=resource, page_size=500, transform=trim_metadata,
+                on_add=self._handler(resource, store, "Add"),
+                on_update=self._update_handler(resource, store),
+                on_delete=self._handler(resource, store, "Delete")).start(stop)
+        return self.informers
+
+    def _handler(self, resource: str, store: dict, action: str) -> Callable[[dict], None]:
+        def handle(obj: dict) -> None:
+            key = claim_key(obj) if resource == "resourceclaims" else (obj.get("metadata") or {}).get("name", "")
+            with self.lock:
+                if action == "Delete":
+                    store.pop(key, None)
+                    if resource == "resourceclaims":
+                        self.assumed.pop(key, None)
+                else:
+                    store[key] = obj
+                    self._forget_assumed(resource, key, obj)
+                if resource in ("resourceslices", "devicetaintrules"):
+                    self._slices_list = None
+                elif resource == "deviceclasses":
+                    self._extended = None
+            if resource == "devicetaintrules":
+                # A rule changes the taints of slices' devices: to the queue it is a slice update.
+                self.on_event("resourceslices", "Update", None, None)
+                return
+            self.on_event(resource, action, obj if action == "Delete" else None, obj if action != "Delete" else None)
+        return handle
+
+    def _update_handler(self, resource: str, store: dict) -> Callable[[dict, dict], None]:
+        def handle(old: dict, new: dict) -> None:
+            key = claim_key(new) if resource == "resourceclaims" else (new.get("metadata") or {}).get("name", "")
+            with self.lock:
+                store[key] = new
+                self._forget_assumed(resource, key, new)
+                if resource in ("resourceslices", "devicetaintrules"):
+                    self._slices_list = None
+                elif resource == "deviceclasses":
+                    self._extended = None
+            self.on_event("resourceslices" if resource == "devicetaintrules" else resource, "Update", old, new)
+        return handle
+
+    def _forget_assumed(self, resource: str, key: str, obj: dict) -> None:
+        if resource == "resourceclaims":
+            assumed = self.assumed.get(key)
+            if assumed is not None and _rv(obj) >= _rv(assumed):
+                del self.assumed[key]
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def get_claim(self, namespace: str, name: str) -> dict | None:
+        key = f"{namespace}/{name}"
+        with self.lock:
+            return self.assumed.get(key) or self.claims.get(key)
+
+    def device_class(self, name: str) -> dict | None:
+        return self.classes.get(name)
+
+    def class_for_extended_resource(self, resource_name: str) -> dict | None:
+        """The DeviceClass backing an extended resource (upstream's ExtendedResourceCache):
+        spec.extendedResourceName (the newest class wins, then the smaller name) or the
+        implicit deviceclass.resource.kubernetes.io/<class name>."""
+        extended = self._extended
+        if extended is None:
+            with self.lock:
+                classes = list(self.classes.values())
+            extended = {}
+            for cls in classes:
+                meta = cls.get("metadata") or {}
+                extended[f"{DEVICE_CLASS_PREFIX}{meta.get('name', '')}"] = cls
+                resource = (cls.get("spec") or {}).get("extendedResourceName")
+                if not resource:
+                    continue
+                current = extended.get(resource)
+                if current is None or _wins(meta, current.get("metadata") or {}):
+                    extended[resource] = cls
+            self._extended = extended
+        return extended.get(resource_name)
+
+    def list_slices(self) -> list[dict]:
+        """The ResourceSlices with the taints of the DeviceTaintRules added to their devices
+        (upstream's ListWithDeviceTaintRules)."""
+        with self.lock:
+            if self._slices_list is None:
+                rules = list(self.taint_rules.values())
+                self._slices_list = [with_taint_rules(s, rules) if rules else s for s in self.slices.values()]
+            return self._slices_list
+
+    def allocated_devices(self) -> set[tuple[str, str, str]]:
+        """Every device held by an allocated claim or an allocation in flight."""
+        with self.lock:
+            claims = dict(self.claims)
+            claims.update(self.assumed)
+            in_flight = list(self.in_flight.values())
+        devices: set[tuple[str, str, str]] = set()
+        for claim in claims.values():
+            devices.update(allocated_device_ids(claim))
+        for claim in in_flight:
+            devices.update(allocated_device_ids(claim))
+        return devices
+
+    # --- the assume cache ----------------------------------------------------------------------
+
+    def pending_allocation(self, uid: str) -> dict | None:
+        with self.lock:
+            return self.in_flight.get(uid)
+
+    def signal_pending_allocation(self, uid: str, claim: dict) -> None:
+        with self.lock:
+            self.in_flight[uid] = claim
+
+    def remove_pending_allocation(self, uid: str) -> bool:
+        with self.lock:
+            return self.in_flight.pop(uid, None) is not None
+
+    def assume(self, claim: dict) -> None:
+        key = claim_key(claim)
+        with self.lock:
+            current = self.claims.get(key)
+            if current is None or _rv(claim) > _rv(current):
+                self.assumed[key] = claim
+
+    def restore(self, namespace: str, name: str) -> None:
+        with self.lock:
+            self.assumed.pop(f"{namespace}/{name}", None)
+
+
+def _served(client: Any, path: str) -> bool:
+    try:
+        client.get(path, params={"limit": 1})
+    except ApiError as err:
+        if err.status == 404:
+            return False
+    except Exception:  # noqa: BLE001 - unreachable now: the informer retries and says so
+        pass
+    return True
+
+
+def with_taint_rules(slice_: dict, rules: list[dict]) -> dict:
+    """The slice, or a copy whose selected devices carry the rules' taints (applyPatches)."""
+    spec = slice_.get("spec") or {}
+    patched = slice_
+    for rule in rules:
+        selector = (rule.get("spec") or {}).get("deviceSelector")
+        if selector is None:
+            continue
+        if selector.get("driver") is not None and selector["driver"] != spec.get("driver"):
+            continue
+        if selector.get("pool") is not None and selector["pool"] != (spec.get("pool") or {}).get("name"):
+            continue
+        for index, device in enumerate(spec.get("devices") or ()):
+            if selector.get("device") is not None and selector["device"] != device.get("name"):
+                continue
+            if patched is slice_:
+                patched = {**slice_, "spec": {**spec, "devices": [dict(d) for d in spec.get("devices") or ()]}}
+            target = patched["spec"]["devices"][index]
+            target["taints"] = list(target.get("taints") or ()) + [rule["spec"].get("taint") or {}]
+    return patched
+
+
+_managers: dict[int, DRAManager] = {}
+_managers_lock = threading.Lock()
+
+
+def manager_for(client: Any) -> DRAManager:
+    """One manager per API client, shared by the profiles of one scheduler."""
+    with _managers_lock:
+        manager = _managers.get(id(client))
+        if manager is None:
+            manager = _managers[id(client)] = DRAManager()
+        return manager
