@@ -26,6 +26,7 @@ def explain_pod(cfg: KubeSchedulerConfiguration, client: ApiClient, pod_ref: str
 
     namespace, name = pod_ref.split("/", 1)
     scheduler = Scheduler(cfg, client, bind_workers=1)
+    scheduler.volumes.load(client, scheduler.volume_resources)
     for node in client.list("/api/v1/nodes", page_size=500).get("items") or ():
         scheduler.cache.add_node(node)
     target = None

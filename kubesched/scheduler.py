@@ -24,6 +24,7 @@ from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
 from kubesched.backend.queue import Nominator, SchedulingQueue
 from kubesched.backend.trim import trim_node, trim_pod
+from kubesched.backend.volumes import VolumeObjects
 from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.events import EventBroadcaster
@@ -50,6 +51,15 @@ OBJECT_PATHS = {
     "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
 }
 TERMINAL_PHASES = ("Succeeded", "Failed")
+STORAGE_EVENT_RESOURCES = {
+    "persistentvolumes": EventResource.PERSISTENT_VOLUME,
+    "persistentvolumeclaims": EventResource.PERSISTENT_VOLUME_CLAIM,
+    "storageclasses": EventResource.STORAGE_CLASS,
+    "csinodes": EventResource.CSI_NODE,
+    "csidrivers": EventResource.CSI_DRIVER,
+    "csistoragecapacities": EventResource.CSI_STORAGE_CAPACITY,
+    "volumeattachments": EventResource.VOLUME_ATTACHMENT,
+}
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -134,12 +144,19 @@ class Scheduler:
         self.snapshot = Snapshot()
         self.broadcaster = EventBroadcaster(event_client or client, instance)
         self.object_informers: dict[str, Informer] = {}
+        self.volumes = VolumeObjects()
         self.frameworks: dict[str, Framework] = {}
         for profile in cfg.profiles:
             self.frameworks.update(build_frameworks(
                 [profile], registry, client=client, nominator=self.nominator,
                 event_recorder=self.broadcaster.recorder(profile.scheduler_name),
-                parallelism=cfg.parallelism, pdb_lister=self._pdbs, object_lister=self.list_objects))
+                parallelism=cfg.parallelism, pdb_lister=self._pdbs, object_lister=self.list_objects,
+                volumes=self.volumes))
+        # Storage objects are listed and watched only for the volume plugins a profile enables.
+        self.volume_resources: set[str] = {
+            resource for fwk in self.frameworks.values() for plugin in fwk.plugins.values()
+            for resource in getattr(plugin, "VOLUME_RESOURCES", ())}
+        self.volumes.handlers.append(self.on_storage_event)
         for fwk in self.frameworks.values():
             fwk.set_snapshot(self.snapshot)
         first = next(iter(self.frameworks.values()))
@@ -183,6 +200,15 @@ class Scheduler:
 
     def on_node_delete(self, raw: dict) -> None:
         self.cache.remove_node((raw.get("metadata") or {}).get("name", ""))
+
+    def on_storage_event(self, resource: str, old: dict | None, new: dict | None) -> None:
+        """A PersistentVolume, claim, StorageClass or CSI object changed: requeue the pods
+        whose rejecting plugins registered the event (and whose QueueingHint agrees)."""
+        action = ActionType.ADD if old is None else ActionType.DELETE if new is None else ActionType.UPDATE
+        event_resource = STORAGE_EVENT_RESOURCES[resource]
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(event_resource, action, f"{event_resource.value.rpartition('/')[2]}{action.name.title()}"),
+            objects=(old, new))
 
     def on_pod_add(self, raw: dict) -> None:
         if _assigned(raw):
@@ -278,6 +304,7 @@ class Scheduler:
             self.object_informers[resource] = Informer(
                 self.client, path, name=resource, on_add=_ignore, on_update=_ignore2,
                 on_delete=_ignore, page_size=500).start(stop)
+        self.volumes.start(self.client, self.volume_resources, stop)
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -287,12 +314,13 @@ class Scheduler:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not informer.synced.wait(remaining):
                 return False
-        return True
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return self.volumes.wait_synced(remaining)
 
     def caches_synced(self) -> bool:
         informers = (self.node_informer, self.pod_informer, *self.object_informers.values())
         return len(self.object_informers) == len(OBJECT_PATHS) and all(
-            i is not None and i.synced.is_set() for i in informers)
+            i is not None and i.synced.is_set() for i in informers) and self.volumes.synced()
 
     # =========================================================================================
     # The scheduling loop

