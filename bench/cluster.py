@@ -247,12 +247,21 @@ def ensure_priority_class(cluster: Cluster, name: str, value: int) -> None:
     cluster.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body, ok=(201, 409))
 
 
+def remove_storage_objects(cluster: Cluster, namespace: str) -> None:
+    """The storage objects a workload made: its claims, PersistentVolumes and CSINodes."""
+    selector = {"labelSelector": f"{BENCH_LABEL}=true"}
+    cluster.delete_all(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", selector)
+    cluster.delete_all("/api/v1/persistentvolumes", selector)
+    cluster.delete_all("/apis/storage.k8s.io/v1/csinodes", selector)
+
+
 def remove_cluster_objects(cluster: Cluster, namespace: str) -> None:
     """Everything the benchmark created: pods, events, nodes, priority classes, namespace."""
     delete_pods(cluster, namespace)
     selector = {"labelSelector": f"{BENCH_LABEL}=true"}
     cluster.delete_all("/api/v1/nodes", selector)
     cluster.delete_all("/apis/scheduling.k8s.io/v1/priorityclasses", selector)
+    remove_storage_objects(cluster, namespace)
     cluster.request("DELETE", f"/api/v1/namespaces/{namespace}", ok=(200, 202, 404))
     # No controller-manager runs in the lab, so finalize the namespace ourselves.
     finalize = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace},

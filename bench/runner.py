@@ -21,6 +21,7 @@ from bench.cluster import (
     delete_pods,
     ensure_namespace,
     ensure_priority_class,
+    remove_storage_objects,
 )
 from bench.measure import BindWatcher, percentile
 from bench.profile import Sampler
@@ -103,6 +104,12 @@ class RunContext:
         self.nodes.ensure(workload.nodes, self.progress.log)
         for name, value in workload.priority_classes:
             ensure_priority_class(self.cluster, name, value)
+        if workload.storage is not None:
+            remove_storage_objects(self.cluster, self.namespace)
+            for path, bodies in workload.storage(self.namespace, node_names(workload.nodes), workload.init_pods,
+                                                 workload.pods):
+                self.cluster.create_all(path, bodies)
+            self.progress.log(f"{label}: created the workload's CSINodes, PersistentVolumes and claims")
         init_bodies = init_pod_bodies(workload, node_names(workload.nodes))
         if init_bodies:
             self.cluster.create_all(pods_path, init_bodies)

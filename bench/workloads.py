@@ -61,6 +61,9 @@ class Workload:
     priority_classes: tuple[tuple[str, int], ...] = field(default=())
     # How long a backlog run may take per pod before it counts as stuck (see runner.run_timeout).
     timeout_per_pod_s: float = 0.2
+    # Storage objects made before any pod: storage(namespace, node names, init pods, measured
+    # pods) -> [(collection path, bodies)], e.g. CSINodes and one bound claim per pod.
+    storage: Callable[[str, list[str], int, int], list[tuple[str, list[dict]]]] | None = None
 
     @property
     def node_count(self) -> int:
@@ -129,6 +132,53 @@ def _high_priority_pod(index: int, scheduler_name: str) -> dict:
                         priorityClassName=HIGH_PRIORITY_CLASS[0])
 
 
+# SchedulingCSIPVs (scheduler_perf): every pod mounts its own claim, bound to a CSI PV of
+# ebs.csi.aws.com (pv-csi.yaml, pvc.yaml), on nodes whose CSINode allows 39 such volumes, so
+# VolumeBinding checks a bound claim and NodeVolumeLimits counts attachments per node.
+CSI_DRIVER = "ebs.csi.aws.com"
+CSI_VOLUME_LIMIT = 39
+
+
+def claim_name(pod_name: str) -> str:
+    return f"{pod_name}-data"
+
+
+def _with_claim(pod: dict) -> dict:
+    pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {
+        "claimName": claim_name(pod["metadata"]["name"])}}]
+    return pod
+
+
+def _csi_pv_pod(index: int, scheduler_name: str) -> dict:
+    return _with_claim(pod_manifest(f"pod-{index:06d}", scheduler_name, labels={MEASURED_LABEL: "true"}))
+
+
+def _csi_pv_init_pod(index: int) -> dict:
+    return _with_claim(_default_init_pod(index))
+
+
+def _csi_storage(namespace: str, nodes: list[str], init_pods: int, pods: int) -> list[tuple[str, list[dict]]]:
+    label = {BENCH_LABEL: "true"}
+    csi_nodes = [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node, "labels": label},
+                  "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": node,
+                                        "allocatable": {"count": CSI_VOLUME_LIMIT}}]}} for node in nodes]
+    volumes, claims = [], []
+    for pod_name in [f"init-{i:06d}" for i in range(init_pods)] + [f"pod-{i:06d}" for i in range(pods)]:
+        claim, volume = claim_name(pod_name), f"bench-pv-{namespace}-{pod_name}"
+        volumes.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume, "labels": label},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+                                 "persistentVolumeReclaimPolicy": "Retain",
+                                 "csi": {"driver": CSI_DRIVER, "fsType": "ext4", "volumeHandle": volume},
+                                 "claimRef": {"namespace": namespace, "name": claim}}})
+        claims.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                       "metadata": {"name": claim, "labels": label,
+                                    "annotations": {"pv.kubernetes.io/bind-completed": "true"}},
+                       "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                                "volumeName": volume}})
+    return [("/apis/storage.k8s.io/v1/csinodes", csi_nodes), ("/api/v1/persistentvolumes", volumes),
+            (f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", claims)]
+
+
 WORKLOADS: tuple[Workload, ...] = (
     # The headline figures first, so a time-boxed run (--stop-after) measures what matters most.
     Workload("Smoke/20Nodes", _plain_nodes(20), 50, _measured(), qps_profiles=("default", "unthrottled"),
@@ -158,6 +208,12 @@ WORKLOADS: tuple[Workload, ...] = (
              # 80 s before its first binding in an earlier run, so 0.2 s per pod is too tight.
              timeout_per_pod_s=1.0,
              description="2,000 bound low-priority 900m pods fill the nodes; 3-cpu priority-10 pods preempt"),
+    Workload("SchedulingCSIPVs/1000Nodes", _plain_nodes(1000), 1000, _csi_pv_pod, init_pods=1000,
+             init_pod=_csi_pv_init_pod, storage=_csi_storage,
+             description="each pod mounts its own claim bound to a CSI PV; CSINodes allow 39 volumes per node; "
+                         "beside 1,000 bound pods with claims"),
+    Workload("CSIPVsSmoke/10Nodes", _plain_nodes(10), 30, _csi_pv_pod, init_pods=10, init_pod=_csi_pv_init_pod,
+             storage=_csi_storage, smoke=True, description="a tiny SchedulingCSIPVs run (the harness's own check)"),
 )
 
 
