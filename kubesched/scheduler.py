@@ -329,6 +329,8 @@ class Scheduler:
     def run(self, stop: threading.Event) -> None:
         """Schedule pods until stop is set (call after the caches synced)."""
         self.stop = stop
+        for fwk in self.frameworks.values():
+            fwk.stopping = stop  # plugins waiting in PreBind (VolumeBinding) give up when set
         self.broadcaster.start()
         self.queue.run_flushers(stop)
         last_cleanup = time.monotonic()

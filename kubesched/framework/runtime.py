@@ -82,6 +82,8 @@ class Framework:
         self._snapshot = Snapshot()
         # The storage caches (backend/volumes.py VolumeObjects) the volume plugins read.
         self.volumes = volumes
+        # Set when the scheduler stops; long waits in plugins (VolumeBinding's PreBind) end then.
+        self.stopping: Any = None
         self.plugins: dict[str, Any] = {}
         self.score_weights: dict[str, int] = {}
         self._duration_children: dict[tuple[str, str], Any] = {}

@@ -447,12 +447,15 @@ class VolumeBinding:
         finally:
             self._restore(bindings[written_pvs:], [(c, None) for c in claims[written_claims:]])
         deadline = time.monotonic() + self.bind_timeout_seconds
+        # Set when the scheduler stops (Scheduler.run): a shutdown must not wait out the timeout.
+        stopping = getattr(self.handle, "stopping", None) or threading.Event()
         while True:
             if self._check_bindings(node_name, bindings, claims):
                 return
             if time.monotonic() >= deadline:
                 raise BindingError("binding volumes: context deadline exceeded")
-            time.sleep(BIND_POLL_SECONDS)
+            if stopping.wait(BIND_POLL_SECONDS):
+                raise BindingError("binding volumes: context canceled")
 
     def _check_bindings(self, node_name: str, bindings: list[tuple[dict, dict]], claims: list[dict]) -> bool:
         """checkBindings: True when every claim is fully bound to a PV that accepts the node;

@@ -381,3 +381,18 @@ def test_pv_zone_affinity():
     plugin, _handle = setup(pvc("data"), pv("p", affinity=node_affinity("topology.kubernetes.io/zone", "z1")))
     _state, _status, by_node = run(plugin, make_pod(volumes=[claim_volume("data")]))
     assert [n for n, r in by_node.items() if r is None] == ["a", "b"]
+
+
+def test_pre_bind_gives_up_when_the_scheduler_stops():
+    import threading
+    import time
+
+    plugin, handle = setup(pvc("data"), pv("pv-a", node="a"))
+    handle.stopping = threading.Event()
+    pod = make_pod(volumes=[claim_volume("data")])
+    state = reserve_on(plugin, pod, "a")
+    threading.Timer(0.2, handle.stopping.set).start()
+    started = time.monotonic()
+    status = plugin.pre_bind(state, pod, "a")  # bindTimeoutSeconds is 600 by default
+    assert time.monotonic() - started < 5
+    assert status.code == Code.ERROR and status.message() == "binding volumes: context canceled"
