@@ -83,21 +83,22 @@ def pv_capacity(pv: dict) -> int:
     return storage_bytes((_spec(pv).get("capacity") or {}).get("storage"))
 
 
-# Parsed nodeAffinity per PV version: a PV's affinity is checked once per node per cycle.
-_affinity_cache: dict[tuple[str, str, str], NodeSelector | None] = {}
+# Parsed nodeAffinity per PV object: a PV's affinity is checked once per node per cycle. The
+# cache holds the affinity dict itself, so its id() cannot be reused while cached.
+_affinity_cache: dict[int, tuple[dict, NodeSelector]] = {}
 
 
 def _pv_selector(pv: dict) -> NodeSelector | None:
-    meta = _meta(pv)
-    key = (meta.get("name", ""), meta.get("uid", ""), meta.get("resourceVersion", ""))
-    if key[2] and key in _affinity_cache:
-        return _affinity_cache[key]
     required = (_spec(pv).get("nodeAffinity") or {}).get("required")
-    selector = None if required is None else NodeSelector(required)
-    if key[2]:
-        if len(_affinity_cache) > 100_000:
-            _affinity_cache.clear()
-        _affinity_cache[key] = selector
+    if required is None:
+        return None
+    hit = _affinity_cache.get(id(required))
+    if hit is not None and hit[0] is required:
+        return hit[1]
+    if len(_affinity_cache) > 100_000:
+        _affinity_cache.clear()
+    selector = NodeSelector(required)
+    _affinity_cache[id(required)] = (required, selector)
     return selector
 
 

@@ -430,11 +430,12 @@ def volume_scenario(seed: int) -> dict:
         name = f"c{k}"
         storage_class = pick(rng, ["wait", "wait", "wait", "dyn", "dyn-zoned", "dyn-cap", "now"])
         claim = _pvc(rng, name, storage_class)
-        if storage_class == "now" or rng.random() < 0.15:
+        if (storage_class == "now" and rng.random() < 0.6) or rng.random() < 0.15:
             storage_class = claim["spec"]["storageClassName"] = pick(rng, ["now", "wait"])
             pv = _pv(rng, f"pv-{name}", nodes, storage_class, claim)
             _bind(claim, pv)
-            pvs.append(pv)
+            if rng.random() < 0.9:
+                pvs.append(pv)  # else the claim is bound to a PV that no longer exists
         elif storage_class.startswith("dyn") and rng.random() < 0.2:
             claim["metadata"]["annotations"] = {"volume.kubernetes.io/selected-node": pick(rng, nodes)["metadata"]["name"]}
         pvcs.append(claim)
