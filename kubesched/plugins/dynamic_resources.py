@@ -14,6 +14,8 @@ from kubesched.framework.interface import ClusterEvent, Code, PluginArgsError, S
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper import UNSUPPORTED_CLAIMS_ADVICE, args_dict, check_known_fields
 
+STATE_KEY = "DynamicResources"
+
 
 def _duration(args: dict, key: str, default: float) -> float:
     value = args.get(key)
@@ -48,6 +50,7 @@ class DynamicResources:
         claims = (pod.raw.get("spec") or {}).get("resourceClaims") or ()
         if not claims:
             return None, Status(Code.SKIP)
+        state.write(STATE_KEY, claims)
         names = ", ".join(c.get("name", "") for c in claims)
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                             f"kubesched does not allocate DRA ResourceClaims (pod claims: {names}); "
@@ -55,6 +58,15 @@ class DynamicResources:
 
     def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
         return None
+
+    def post_filter(self, state, pod: PodInfo, statuses: dict) -> tuple[str | None, Status]:
+        # Upstream's PostFilter reads the state its PreFilter writes for every pod. When an
+        # earlier PreFilter rejected the pod (e.g. VolumeBinding: unbound immediate claims),
+        # that state is missing: PostFilter fails with "not found", DefaultPreemption does not
+        # run, and the FailedScheduling message ends in "not found", as kube-scheduler's does.
+        if self.name not in state.skip_filter_plugins and state.get(STATE_KEY) is None:
+            return None, Status(Code.ERROR, "not found", plugin=self.name)
+        return None, Status(Code.UNSCHEDULABLE)
 
     def pre_score(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> Status | None:
         return Status(Code.SKIP)

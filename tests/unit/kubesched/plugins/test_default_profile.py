@@ -47,7 +47,7 @@ def test_default_profile_has_the_upstream_extension_points():
     fwk = default_framework([])
     assert [p.name for p in fwk.queue_sort_plugins] == ["PrioritySort"]
     assert [p.name for p in fwk.pre_enqueue_plugins] == ["SchedulingGates"]
-    assert [p.name for p in fwk.post_filter_plugins] == ["DefaultPreemption"]
+    assert [p.name for p in fwk.post_filter_plugins] == ["DynamicResources", "DefaultPreemption"]
     assert [p.name for p in fwk.bind_plugins] == ["DefaultBinder"]
     assert [p.name for p in fwk.filter_plugins] == [
         "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
@@ -107,3 +107,22 @@ def test_pod_whose_claim_does_not_exist_waits_with_upstreams_reason():
     _unused, status, _unused = fwk.run_pre_filter_plugins(CycleState(), pod, fwk.snapshot().node_info_list)
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.plugin == "VolumeRestrictions"
     assert status.message() == 'persistentvolumeclaim "data-db-0" not found'
+
+
+def test_a_pre_filter_rejection_before_dynamic_resources_ends_in_not_found():
+    """kube-scheduler 1.37: DynamicResources' PostFilter needs the state its PreFilter writes;
+    when VolumeRestrictions (earlier) rejects, PostFilter fails with "not found" and
+    DefaultPreemption never runs (the lab test runs kube-scheduler to show the same text)."""
+    fwk = default_framework([make_node("node1", cpu="4", memory="8Gi", pods=110)])
+    pod = make_pod("db", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "missing"}}])
+    state = CycleState()
+    _unused, status, _unused = fwk.run_pre_filter_plugins(state, pod, fwk.snapshot().node_info_list)
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    nominated, post = fwk.run_post_filter_plugins(state, pod, {})
+    assert (nominated, post.code, post.message()) == (None, Code.ERROR, "not found")
+    # A pod that got through every PreFilter: DynamicResources skipped, preemption runs.
+    state = CycleState()
+    plain = make_pod("plain", reqs=[{"cpu": "100"}])
+    fwk.run_pre_filter_plugins(state, plain, fwk.snapshot().node_info_list)
+    _unused, post = fwk.run_post_filter_plugins(state, plain, {})
+    assert post.message().startswith("preemption: ")
