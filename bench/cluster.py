@@ -248,10 +248,23 @@ def ensure_priority_class(cluster: Cluster, name: str, value: int) -> None:
 
 
 def remove_storage_objects(cluster: Cluster, namespace: str) -> None:
-    """The storage objects a workload made: its claims, PersistentVolumes and CSINodes."""
+    """The storage objects a workload made: its claims, PersistentVolumes and CSINodes.
+
+    The API server gives claims and volumes protection finalizers that only
+    kube-controller-manager lifts, and only once nothing uses them; the benchmark's objects
+    are fakes, so their finalizers are dropped and each deletion waits until it is done.
+    """
     selector = {"labelSelector": f"{BENCH_LABEL}=true"}
-    cluster.delete_all(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", selector)
-    cluster.delete_all("/api/v1/persistentvolumes", selector)
+    for path in (f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", "/api/v1/persistentvolumes"):
+        names = cluster.list_names(path, selector)
+        cluster.fan_out(lambda name, path=path: cluster.request(
+            "PATCH", f"{path}/{name}", {"metadata": {"finalizers": None}}, ok=(200, 404)), names)
+        cluster.delete_all(path, selector)
+        deadline = time.monotonic() + 60
+        while cluster.list_names(path, selector):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{path}: bench objects still present 60 s after their deletion")
+            time.sleep(0.2)
     cluster.delete_all("/apis/storage.k8s.io/v1/csinodes", selector)
 
 

@@ -135,6 +135,9 @@ def _high_priority_pod(index: int, scheduler_name: str) -> dict:
 # SchedulingCSIPVs (scheduler_perf): every pod mounts its own claim, bound to a CSI PV of
 # ebs.csi.aws.com (pv-csi.yaml, pvc.yaml), on nodes whose CSINode allows 39 such volumes, so
 # VolumeBinding checks a bound claim and NodeVolumeLimits counts attachments per node.
+# The PVs carry no claimRef: a claimRef without the claim's UID makes kube-controller-manager's
+# PV controller (when the lab runs one) mark the claim Misbound; without one it binds the PV
+# to the claim that names it. PVs are made before the claims, so it finds them.
 CSI_DRIVER = "ebs.csi.aws.com"
 CSI_VOLUME_LIMIT = 39
 
@@ -168,8 +171,7 @@ def _csi_storage(namespace: str, nodes: list[str], init_pods: int, pods: int) ->
         volumes.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume, "labels": label},
                         "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
                                  "persistentVolumeReclaimPolicy": "Retain",
-                                 "csi": {"driver": CSI_DRIVER, "fsType": "ext4", "volumeHandle": volume},
-                                 "claimRef": {"namespace": namespace, "name": claim}}})
+                                 "csi": {"driver": CSI_DRIVER, "fsType": "ext4", "volumeHandle": volume}}})
         claims.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                        "metadata": {"name": claim, "labels": label,
                                     "annotations": {"pv.kubernetes.io/bind-completed": "true"}},
