@@ -17,7 +17,7 @@ from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.storage import claim_class, pod_claim_volumes, volume_is_for_pod
+from kubesched.plugins.helper.volumes import claim_class, pod_claim_volumes, volume_is_for_pod
 from kubesched.plugins.volume_binding import volume_objects
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"

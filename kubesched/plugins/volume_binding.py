@@ -24,9 +24,9 @@ from kubesched.backend.volumes import VolumeObjects
 from kubesched.client import ApiError
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, PluginArgsError, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import SelectorError, args_dict, check_known_fields, int_arg, label_selector
-from kubesched.plugins.resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, broken_linear_function, validate_shape
-from kubesched.plugins.storage import (
+from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
+from kubesched.plugins.helper.selectors import SelectorError, label_selector
+from kubesched.plugins.helper.volumes import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     WAIT_FOR_FIRST_CONSUMER,
@@ -43,6 +43,7 @@ from kubesched.plugins.storage import (
     topology_terms_match,
     volume_is_for_pod,
 )
+from kubesched.plugins.resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, broken_linear_function, validate_shape
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"

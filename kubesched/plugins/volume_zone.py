@@ -14,7 +14,7 @@ from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.storage import WAIT_FOR_FIRST_CONSUMER, claim_class
+from kubesched.plugins.helper.volumes import WAIT_FOR_FIRST_CONSUMER, claim_class
 from kubesched.plugins.volume_binding import volume_objects
 
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
