@@ -115,8 +115,8 @@ class VolumeBinding:
         # StorageCapacityScoring is beta and on by default in 1.37: the shape defaults to
         # prefer the fullest fit ({0, 10}, {100, 0}) and scores every node with claims.
         self.shape = validate_shape(args["shape"], "shape") if args.get("shape") is not None else DEFAULT_SHAPE
-        self._score_function = broken_linear_function([(u, s * (100 // MAX_CUSTOM_PRIORITY_SCORE))
-                                                    for u, s in self.shape])
+        scale = 100 // MAX_CUSTOM_PRIORITY_SCORE
+        self._score_function = broken_linear_function([(u, s * scale) for u, s in self.shape])
         self.volumes = volume_objects(handle)
 
     # -- queueing ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ ERR_REASON_RWOP_CONFLICT = ("node(s) unavailable due to PersistentVolumeClaim wi
                             "already in-use by another pod")
 _RESTRICTED_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
 
+
 def _conflict(volume: dict, existing: dict) -> bool:
     disk, other = volume.get("gcePersistentDisk"), existing.get("gcePersistentDisk")
     if disk is not None and other is not None:

@@ -174,8 +174,8 @@ def test_statefulset_lands_one_replica_per_node_that_holds_a_pv(scheduler, nodes
         assert pv_node == where[f"db-{i}"]
 
 
-def test_claim_that_no_pv_satisfies_stays_pending_with_upstreams_reason(scheduler, nodes, core_v1, namespace,
-                                                                         storage):
+def test_claim_that_no_pv_satisfies_stays_pending_with_upstreams_reason(
+        scheduler, nodes, core_v1, namespace, storage):
     names = settle_taints(core_v1, nodes(3, zones=0))
     local = storage.storage_class()
     for node in names:
@@ -204,8 +204,8 @@ def test_unbound_immediate_claim_keeps_the_pod_waiting(scheduler, nodes, core_v1
         "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found")}
 
 
-def test_immediate_claim_bound_to_a_pv_on_one_node_keeps_its_pod_there(scheduler, nodes, core_v1, namespace,
-                                                                        storage):
+def test_immediate_claim_bound_to_a_pv_on_one_node_keeps_its_pod_there(
+        scheduler, nodes, core_v1, namespace, storage):
     names = settle_taints(core_v1, nodes(3, zones=0))
     immediate = storage.storage_class("Immediate")
     storage.local_volume(immediate, names[1])
@@ -247,4 +247,3 @@ def test_generic_ephemeral_volume_is_provisioned_for_its_pod(scheduler, nodes, c
         wait_bound_claims(core_v1, namespace, ["scratch-user-scratch"])
     assert where["scratch-user"] in names
     assert provisioner.created == {f"{namespace}/scratch-user-scratch": where["scratch-user"]}
-
