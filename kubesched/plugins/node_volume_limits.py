@@ -18,7 +18,7 @@ from typing import Any
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.volumes import claim_class, pod_claim_volumes, volume_is_for_pod
-from kubesched.plugins.volume_binding import volume_objects
+from kubesched.plugins.volume_binding import SKIP, volume_objects
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 
@@ -54,7 +54,7 @@ class NodeVolumeLimits:
         for volume in (pod.raw.get("spec") or {}).get("volumes") or ():
             if "persistentVolumeClaim" in volume or "ephemeral" in volume:
                 return None, None
-        return None, Status(Code.SKIP)  # hot path: nothing this plugin counts
+        return None, SKIP  # hot path: nothing this plugin counts
 
     def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
         csi_node = self.volumes.csi_node(node_info.name)

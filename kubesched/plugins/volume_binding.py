@@ -54,6 +54,9 @@ DEFAULT_SHAPE = [(0, MAX_CUSTOM_PRIORITY_SCORE), (100, 0)]
 MAX_UTILIZATION = 100
 BIND_POLL_SECONDS = 1.0
 STATE_KEY = "VolumeBinding"
+# Shared by the volume plugins: the runtime never changes a Skip status, and building one per
+# pod is a cost on the hot path.
+SKIP = Status(Code.SKIP)
 
 
 class BindingError(Exception):
@@ -144,7 +147,7 @@ class VolumeBinding:
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
         volumes = (pod.raw.get("spec") or {}).get("volumes")
         if not volumes or not any("persistentVolumeClaim" in v or "ephemeral" in v for v in volumes):
-            return None, Status(Code.SKIP)  # hot path: the common pod
+            return None, SKIP  # hot path: the common pod
         objects = self.volumes
         bound: list[dict] = []
         delayed: list[dict] = []

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.volume_binding import volume_objects
+from kubesched.plugins.volume_binding import SKIP, volume_objects
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 ERR_REASON_RWOP_CONFLICT = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
@@ -84,10 +84,12 @@ class VolumeRestrictions:
                 ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD, hint=_after_claim_added)]
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
+        if not (pod.raw.get("spec") or {}).get("volumes"):
+            return None, SKIP  # hot path: most pods mount nothing this plugin checks
         claims = _claim_names(pod)
         volumes = restricted_volumes(pod)
         if not claims and not volumes:
-            return None, Status(Code.SKIP)  # hot path
+            return None, SKIP
         rwop: set[str] = set()
         for name in claims:
             pvc = self.volumes.get("persistentvolumeclaims", f"{pod.namespace}/{name}")
@@ -101,7 +103,7 @@ class VolumeRestrictions:
                     for name in _claim_names(other)}
             conflicts = len(rwop & used)
         if not volumes and conflicts == 0:
-            return None, Status(Code.SKIP)
+            return None, SKIP
         state.write(self._STATE_KEY, _PreFilterState(frozenset(rwop), conflicts, volumes))
         return None, None
 

@@ -15,7 +15,7 @@ from typing import Any
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.volumes import WAIT_FOR_FIRST_CONSUMER, claim_class
-from kubesched.plugins.volume_binding import volume_objects
+from kubesched.plugins.volume_binding import SKIP, volume_objects
 
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
@@ -64,14 +64,16 @@ class VolumeZone:
         ]
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
+        if not (pod.raw.get("spec") or {}).get("volumes"):
+            return None, SKIP  # hot path
         claims = _claim_names(pod)
         if not claims:
-            return None, Status(Code.SKIP)  # hot path
+            return None, SKIP
         topologies, status = self._pod_topologies(pod, claims)
         if status is not None:
             return None, status
         if not topologies:
-            return None, Status(Code.SKIP)
+            return None, SKIP
         state.write(STATE_KEY, topologies)
         return None, None
 
