@@ -15,6 +15,7 @@ from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
 from kubesched.backend.queue import SchedulingQueue
 from kubesched.backend.trim import trim_node, trim_pod
+from kubesched.backend.volumes import VolumeObjects
 from kubesched.client import ApiClient
 from kubesched.framework.interface import ActionType, ClusterEvent, EventResource, Status
 from kubesched.framework.types import PodInfo
@@ -33,6 +34,16 @@ OBJECT_PATHS = {
     "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
 }
 TERMINAL_PHASES = ("Succeeded", "Failed")
+# Storage objects (backend/volumes.py) as the cluster events the volume plugins register.
+STORAGE_EVENT_RESOURCES = {
+    "persistentvolumes": EventResource.PERSISTENT_VOLUME,
+    "persistentvolumeclaims": EventResource.PERSISTENT_VOLUME_CLAIM,
+    "storageclasses": EventResource.STORAGE_CLASS,
+    "csinodes": EventResource.CSI_NODE,
+    "csidrivers": EventResource.CSI_DRIVER,
+    "csistoragecapacities": EventResource.CSI_STORAGE_CAPACITY,
+    "volumeattachments": EventResource.VOLUME_ATTACHMENT,
+}
 
 
 def node_scheduling_properties_change(old: dict, new: dict) -> ActionType:
@@ -73,6 +84,8 @@ class EventHandlers:
     object_informers: dict[str, Informer]
     node_informer: Informer | None
     pod_informer: Informer | None
+    volumes: VolumeObjects
+    volume_resources: set[str]
 
     def responsible_for(self, pod: PodInfo) -> bool:
         return pod.scheduler_name in self.frameworks
@@ -93,6 +106,15 @@ class EventHandlers:
 
     def on_node_delete(self, raw: dict) -> None:
         self.cache.remove_node((raw.get("metadata") or {}).get("name", ""))
+
+    def on_storage_event(self, resource: str, old: dict | None, new: dict | None) -> None:
+        """A PersistentVolume, claim, StorageClass or CSI object changed: requeue the pods
+        whose rejecting plugins registered the event (and whose QueueingHint agrees)."""
+        action = ActionType.ADD if old is None else ActionType.DELETE if new is None else ActionType.UPDATE
+        event_resource = STORAGE_EVENT_RESOURCES[resource]
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(event_resource, action, f"{event_resource.value.rpartition('/')[2]}{action.name.title()}"),
+            objects=(old, new))
 
     def on_pod_add(self, raw: dict) -> None:
         if assigned(raw):
@@ -192,6 +214,7 @@ class EventHandlers:
             self.object_informers[resource] = Informer(
                 self.client, path, name=resource, on_add=_ignore, on_update=_ignore_update,
                 on_delete=_ignore, page_size=500).start(stop)
+        self.volumes.start(self.client, self.volume_resources, stop)
         # Plugins that watch more (DynamicResources: claims, slices, classes) start their own
         # informers, so they run only when a profile enables such a plugin.
         for fwk in self.frameworks.values():
@@ -215,12 +238,13 @@ class EventHandlers:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not informer.synced.wait(remaining):
                 return False
-        return True
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return self.volumes.wait_synced(remaining)
 
     def caches_synced(self) -> bool:
         informers = (self.node_informer, self.pod_informer, *self.object_informers.values())
         return len(self.object_informers) >= len(OBJECT_PATHS) and all(
-            i is not None and i.synced.is_set() for i in informers)
+            i is not None and i.synced.is_set() for i in informers) and self.volumes.synced()
 
 
 def _ignore(_obj: dict) -> None:

@@ -38,6 +38,7 @@ def _filter_every_node(scheduler: Scheduler, fwk, state: CycleState, pod: PodInf
 def explain_pod(cfg: KubeSchedulerConfiguration, client: ApiClient, pod_ref: str) -> str:
     namespace, name = pod_ref.split("/", 1)
     scheduler = Scheduler(cfg, client, bind_workers=1)
+    scheduler.volumes.load(client, scheduler.volume_resources)
     for node in client.list("/api/v1/nodes", page_size=500).get("items") or ():
         scheduler.on_node_add(node)
     target = None

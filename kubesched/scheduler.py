@@ -21,6 +21,7 @@ from kubesched import klog, metrics
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
 from kubesched.backend.queue import Nominator, SchedulingQueue
+from kubesched.backend.volumes import VolumeObjects
 from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.eventhandlers import EventHandlers
@@ -44,12 +45,19 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self.snapshot = Snapshot()
         self.broadcaster = EventBroadcaster(event_client or client, instance)
         self.object_informers: dict[str, Informer] = {}
+        self.volumes = VolumeObjects()
         self.frameworks: dict[str, Framework] = {}
         for profile in cfg.profiles:
             self.frameworks.update(build_frameworks(
                 [profile], REGISTRY if registry is None else registry, client=client, nominator=self.nominator,
                 event_recorder=self.broadcaster.recorder(profile.scheduler_name),
-                parallelism=cfg.parallelism, pdb_lister=self._pdbs, object_lister=self.list_objects))
+                parallelism=cfg.parallelism, pdb_lister=self._pdbs, object_lister=self.list_objects,
+                volumes=self.volumes))
+        # Storage objects are listed and watched only for the volume plugins a profile enables.
+        self.volume_resources: set[str] = {
+            resource for fwk in self.frameworks.values() for plugin in fwk.plugins.values()
+            for resource in getattr(plugin, "VOLUME_RESOURCES", ())}
+        self.volumes.handlers.append(self.on_storage_event)
         for fwk in self.frameworks.values():
             fwk.set_snapshot(self.snapshot)
         first = next(iter(self.frameworks.values()))
@@ -73,6 +81,8 @@ class Scheduler(EventHandlers, SchedulingCycle):
     def run(self, stop: threading.Event) -> None:
         """Schedule pods until stop is set (call after the caches synced)."""
         self.stop = stop
+        for fwk in self.frameworks.values():
+            fwk.stopping = stop  # plugins waiting in PreBind (VolumeBinding) give up when set
         self.broadcaster.start()
         self.queue.run_flushers(stop)
         last_cleanup = time.monotonic()

@@ -385,8 +385,10 @@ class SchedulingQueue:
     # -- cluster events -------------------------------------------------------------------
 
     def move_all_to_active_or_backoff(self, event: ClusterEvent,
-                                      pre_check: Callable[[PodInfo], bool] | None = None) -> None:
-        """Requeue every unschedulable pod whose rejecting plugins care about event."""
+                                      pre_check: Callable[[PodInfo], bool] | None = None,
+                                      objects: tuple[Any, Any] | None = None) -> None:
+        """Requeue every unschedulable pod whose rejecting plugins care about event; with the
+        event's (old, new) objects, a registered QueueingHint may say a pod does not care."""
         with self.cond:
             self.move_request_cycle = self.scheduling_cycle
             label = _event_label(event)
@@ -394,20 +396,31 @@ class SchedulingQueue:
                 if pre_check is not None and not pre_check(entry.pod):
                     continue
                 if entry.gated_by:
-                    if self._plugin_cares(entry.gated_by, event):
+                    if self._plugin_cares(entry.gated_by, event, entry.pod, objects):
                         self._unplace(entry)
                         self._enqueue_new(entry, label)
                     continue
                 plugins = entry.pod.unschedulable_plugins | entry.pod.pending_plugins
-                if not plugins or any(self._plugin_cares(p, event) for p in plugins):
+                if not plugins or any(self._plugin_cares(p, event, entry.pod, objects) for p in plugins):
                     self._requeue(entry, label)
 
-    def _plugin_cares(self, plugin: str, event: ClusterEvent) -> bool:
+    def _plugin_cares(self, plugin: str, event: ClusterEvent, pod: PodInfo,
+                      objects: tuple[Any, Any] | None) -> bool:
         registered = self.plugin_events.get(plugin)
         if registered is None:
             # A plugin that registers nothing could be unblocked by anything.
             return True
-        return any(r.matches(event) for r in registered)
+        for r in registered:
+            if not r.matches(event):
+                continue
+            if r.hint is None or objects is None:
+                return True
+            try:
+                if r.hint(pod.raw, objects[0], objects[1]):
+                    return True
+            except Exception:  # noqa: BLE001 - a failing hint requeues, as upstream's Queue on error
+                return True
+        return False
 
     def _requeue(self, entry: QueuedPod, event: str) -> None:
         # Upstream runs PreEnqueue again on the way to activeQ or backoffQ: a pod whose

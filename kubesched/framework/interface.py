@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol
+from typing import Any, Callable, Iterable, Protocol
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -160,6 +160,12 @@ class EventResource(str, enum.Enum):
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "storage.k8s.io/StorageClass"
+    CSI_NODE = "storage.k8s.io/CSINode"
+    CSI_DRIVER = "storage.k8s.io/CSIDriver"
+    CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
     WILDCARD = "*"
 
 
@@ -168,6 +174,9 @@ class ClusterEvent:
     resource: EventResource
     action: ActionType
     label: str = ""
+    # A registered event's QueueingHint: hint(pod, old, new) is False when this event cannot
+    # make that pod schedulable (old None: added; new None: deleted). None: always requeue.
+    hint: Callable[[dict, Any, Any], bool] | None = field(default=None, compare=False)
 
     def matches(self, other: "ClusterEvent") -> bool:
         if self.resource != EventResource.WILDCARD and other.resource != EventResource.WILDCARD:

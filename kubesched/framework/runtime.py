@@ -69,7 +69,8 @@ class Framework:
     def __init__(self, profile: Profile, registry: dict[str, type], *, client: Any = None,
                  nominator: Any = None, event_recorder: Any = None, parallelism: int = 16,
                  pdb_lister: Callable[[], list[dict]] | None = None,
-                 object_lister: Callable[[str, str | None], list[dict]] | None = None):
+                 object_lister: Callable[[str, str | None], list[dict]] | None = None,
+                 volumes: Any = None):
         self.profile_name = profile.scheduler_name
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.client = client
@@ -79,6 +80,10 @@ class Framework:
         self._pdb_lister = pdb_lister or (lambda: [])
         self._object_lister = object_lister or (lambda resource, namespace=None: [])
         self._snapshot = Snapshot()
+        # The storage caches (backend/volumes.py VolumeObjects) the volume plugins read.
+        self.volumes = volumes
+        # Set when the scheduler stops; long waits in plugins (VolumeBinding's PreBind) end then.
+        self.stopping: Any = None
         self.plugins: dict[str, Any] = {}
         self.score_weights: dict[str, int] = {}
         self._duration_children: dict[tuple[str, str], Any] = {}

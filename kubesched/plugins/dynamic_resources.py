@@ -324,6 +324,12 @@ class DynamicResources:
 
     def post_filter(self, state, pod: PodInfo, statuses: dict) -> tuple[str | None, Status]:
         s: _State | None = state.get(STATE_KEY)
+        if s is None and self.name not in state.skip_filter_plugins:
+            # Upstream's PostFilter reads the state its PreFilter writes for every pod. When an
+            # earlier PreFilter rejected the pod (VolumeBinding: unbound immediate claims), that
+            # state is missing: PostFilter fails with "not found", DefaultPreemption does not
+            # run, and the FailedScheduling message ends in "not found", as kube-scheduler's does.
+            return None, Status(Code.ERROR, "not found", plugin=self.name)
         if s is None or not s.claims:
             return None, Status(Code.UNSCHEDULABLE)
         for index in sorted(s.unavailable):

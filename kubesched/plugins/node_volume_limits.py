@@ -1,34 +1,190 @@
-"""NodeVolumeLimits: CSI volumes must not exceed the node's attach limit (CSINode).
+"""NodeVolumeLimits: the node's CSI attach limits must hold the pod's new volumes
+(upstream nodevolumelimits/csi.go).
 
-Upstream counts claim-backed CSI volumes and inline CSI volumes against CSINode limits; a
-pod with neither skips the plugin. kubesched keeps no CSINode, CSIDriver or
-PersistentVolume caches, so a pod with either is rejected with a reason saying so.
+Each claim-backed volume counts against its CSI driver: the bound PV's driver and volume
+handle, or, for a claim still unbound, its StorageClass provisioner with a handle unique to
+the claim. Volumes already used by the node's pods or attached to it (VolumeAttachments)
+count once; the limit per driver is the node's CSINode allocatable count. A driver whose
+CSIDriver sets preventPodSchedulingIfMissing must be on the node's CSINode (VolumeLimitScaling,
+beta and on in 1.37). In-tree volumes migrated to CSI are not translated (kubesched counts
+CSI PersistentVolumes and provisioners only).
 """
 
 from __future__ import annotations
 
-from kubesched.framework.interface import Code, Status
+import secrets
+from typing import Any
+
+from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper.volumes import (
-    UNSUPPORTED_CLAIMS_ADVICE,
-    pod_volume_claims,
-    unsupported_volume_claims_reason,
-)
-from kubesched.plugins.volume_binding import ClaimsUnsupported
+from kubesched.plugins.helper.volumes import claim_class, pod_claim_volumes, volume_is_for_pod
+from kubesched.plugins.volume_binding import SKIP, volume_objects
+
+ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 
 
-class NodeVolumeLimits(ClaimsUnsupported):
+class _LookupError(Exception):
+    def __init__(self, message: str, not_found: bool):
+        super().__init__(message)
+        self.not_found = not_found
+
+
+class NodeVolumeLimits:
     name = "NodeVolumeLimits"
+    VOLUME_RESOURCES = ("persistentvolumes", "persistentvolumeclaims", "storageclasses", "csinodes",
+                        "csidrivers", "volumeattachments")
+
+    def __init__(self, args: dict | None = None, handle: Any = None):
+        self.handle = handle
+        self.volumes = volume_objects(handle)
+        # Unbound claims get a handle no real volume has (upstream: a random 32-char prefix).
+        self._volume_id_prefix = secrets.token_hex(16)
+        self._exceeded = Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [
+            ClusterEvent(EventResource.CSI_NODE, ActionType.ADD),
+            ClusterEvent(EventResource.CSI_NODE, ActionType.UPDATE, hint=_after_csi_node_update),
+            ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+            ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD, hint=_after_claim_added),
+            ClusterEvent(EventResource.VOLUME_ATTACHMENT, ActionType.DELETE, hint=_after_attachment_deleted),
+        ]
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
-        claims = pod_volume_claims(pod)
-        if claims:
-            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, unsupported_volume_claims_reason(claims),
-                                plugin=self.name)
-        inline = [v.get("name", "") for v in (pod.raw.get("spec") or {}).get("volumes") or () if v.get("csi")]
-        if inline:
-            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                                "kubesched does not enforce CSI volume attach limits "
-                                f"(inline CSI volumes: {', '.join(inline)}); {UNSUPPORTED_CLAIMS_ADVICE}",
-                                plugin=self.name)
-        return None, Status(Code.SKIP)
+        for volume in (pod.raw.get("spec") or {}).get("volumes") or ():
+            if "persistentVolumeClaim" in volume or "ephemeral" in volume:
+                return None, None
+        return None, SKIP  # hot path: nothing this plugin counts
+
+    def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
+        csi_node = self.volumes.csi_node(node_info.name)
+        new_volumes: dict[str, str] = {}
+        try:
+            self._attachable_volumes(pod, new_volumes, new_pod=True)
+        except _LookupError as err:
+            if err.not_found:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
+            return Status(Code.ERROR, str(err))
+        if not new_volumes:
+            return None
+        for driver in set(new_volumes.values()):
+            if not self._driver_on_node(driver, csi_node):
+                return Status(Code.UNSCHEDULABLE, f"{driver} CSI driver is not installed on the node")
+        limits = _volume_limits(csi_node)
+        if not limits:
+            return None
+        attached: dict[str, str] = {}
+        for existing in node_info.pods.values():
+            try:
+                self._attachable_volumes(existing, attached, new_pod=False)
+            except _LookupError as err:
+                return Status(Code.ERROR, str(err))
+        attached_count: dict[str, int] = {}
+        for unique_name, driver in attached.items():
+            new_volumes.pop(unique_name, None)
+            attached_count[driver] = attached_count.get(driver, 0) + 1
+        for unique_name, driver in self._node_attachments(node_info.name).items():
+            if unique_name not in attached:
+                attached_count[driver] = attached_count.get(driver, 0) + 1
+        new_count: dict[str, int] = {}
+        for driver in new_volumes.values():
+            new_count[driver] = new_count.get(driver, 0) + 1
+        for driver, count in new_count.items():
+            limit = limits.get(driver)
+            if limit is not None and attached_count.get(driver, 0) + count > limit:
+                return self._exceeded
+        return None
+
+    def _attachable_volumes(self, pod: PodInfo, result: dict[str, str], new_pod: bool) -> None:
+        for name, ephemeral in pod_claim_volumes(pod):
+            if not name:
+                raise _LookupError("PersistentVolumeClaim had no name", False)
+            pvc = self.volumes.get("persistentvolumeclaims", f"{pod.namespace}/{name}")
+            if pvc is None:
+                if new_pod:
+                    raise _LookupError(f'looking up PVC {pod.namespace}/{name}: persistentvolumeclaim "{name}" '
+                                       "not found", True)
+                continue
+            if ephemeral:
+                problem = volume_is_for_pod(pod, pvc)
+                if problem:
+                    raise _LookupError(problem, False)
+            driver, handle = self._driver_info(pvc)
+            if driver and handle:
+                result[f"{driver}/{handle}"] = driver
+
+    def _driver_info(self, pvc: dict) -> tuple[str, str]:
+        pv_name = (pvc.get("spec") or {}).get("volumeName")
+        pv = self.volumes.get("persistentvolumes", pv_name) if pv_name else None
+        if pv is None:
+            class_name = claim_class(pvc)
+            storage_class = self.volumes.storage_class(class_name) if class_name else None
+            if storage_class is None:
+                return "", ""
+            meta = pvc.get("metadata") or {}
+            return storage_class.get("provisioner") or "", \
+                f"{self._volume_id_prefix}-{meta.get('namespace', '')}/{meta.get('name', '')}"
+        csi = (pv.get("spec") or {}).get("csi")
+        if csi is None:
+            return "", ""  # an in-tree volume: counted only after CSI migration, not translated here
+        return csi.get("driver") or "", csi.get("volumeHandle") or ""
+
+    def _driver_on_node(self, driver: str, csi_node: dict | None) -> bool:
+        csi_driver = self.volumes.csi_driver(driver)
+        if csi_driver is None or not (csi_driver.get("spec") or {}).get("preventPodSchedulingIfMissing"):
+            return True
+        if csi_node is None:
+            return False
+        return any(d.get("name") == driver for d in (csi_node.get("spec") or {}).get("drivers") or ())
+
+    def _node_attachments(self, node_name: str) -> dict[str, str]:
+        result: dict[str, str] = {}
+        for attachment in self.volumes.volume_attachments():
+            spec = attachment.get("spec") or {}
+            attacher = spec.get("attacher")
+            pv_name = (spec.get("source") or {}).get("persistentVolumeName")
+            if spec.get("nodeName") != node_name or not attacher or not pv_name:
+                continue
+            pv = self.volumes.get("persistentvolumes", pv_name)
+            csi = ((pv or {}).get("spec") or {}).get("csi")
+            if csi is not None:
+                result[f"{attacher}/{csi.get('volumeHandle', '')}"] = attacher
+        return result
+
+
+def _volume_limits(csi_node: dict | None) -> dict[str, int]:
+    limits: dict[str, int] = {}
+    for driver in ((csi_node or {}).get("spec") or {}).get("drivers") or ():
+        count = (driver.get("allocatable") or {}).get("count")
+        if count is not None:
+            limits[driver.get("name", "")] = int(count)
+    return limits
+
+
+def _after_csi_node_update(pod: dict, old: dict | None, new: dict | None) -> bool:
+    before = _volume_limits(old)
+    for name, count in _volume_limits(new).items():
+        if count > before.get(name, 0):
+            return True
+    return False
+
+
+def _after_claim_added(pod: dict, old: dict | None, new: dict | None) -> bool:
+    meta = (new or {}).get("metadata") or {}
+    pod_meta = pod.get("metadata") or {}
+    if meta.get("namespace") != pod_meta.get("namespace"):
+        return False
+    for volume in (pod.get("spec") or {}).get("volumes") or ():
+        if volume.get("persistentVolumeClaim") is not None:
+            name = volume["persistentVolumeClaim"].get("claimName")
+        elif volume.get("ephemeral") is not None:
+            name = f"{pod_meta.get('name', '')}-{volume.get('name', '')}"
+        else:
+            continue
+        if name == meta.get("name"):
+            return True
+    return False
+
+
+def _after_attachment_deleted(pod: dict, old: dict | None, new: dict | None) -> bool:
+    return any(v.get("persistentVolumeClaim") is not None for v in (pod.get("spec") or {}).get("volumes") or ())

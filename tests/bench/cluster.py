@@ -242,12 +242,34 @@ def ensure_priority_class(cluster: Cluster, name: str, value: int) -> None:
     cluster.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body, ok=(201, 409))
 
 
+def remove_storage_objects(cluster: Cluster, namespace: str) -> None:
+    """The storage objects a workload made: its claims, PersistentVolumes and CSINodes.
+
+    The API server gives claims and volumes protection finalizers that only
+    kube-controller-manager lifts, and only once nothing uses them; the benchmark's objects
+    are fakes, so their finalizers are dropped and each deletion waits until it is done.
+    """
+    selector = {"labelSelector": f"{BENCH_LABEL}=true"}
+    for path in (f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", "/api/v1/persistentvolumes"):
+        names = cluster.list_names(path, selector)
+        cluster.fan_out(lambda name, path=path: cluster.request(
+            "PATCH", f"{path}/{name}", {"metadata": {"finalizers": None}}, ok=(200, 404)), names)
+        cluster.delete_all(path, selector)
+        deadline = time.monotonic() + 60
+        while cluster.list_names(path, selector):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{path}: bench objects still present 60 s after their deletion")
+            time.sleep(0.2)
+    cluster.delete_all("/apis/storage.k8s.io/v1/csinodes", selector)
+
+
 def remove_cluster_objects(cluster: Cluster, namespace: str) -> None:
     """Everything the benchmark created: pods, events, nodes, priority classes, namespace."""
     delete_pods(cluster, namespace)
     selector = {"labelSelector": f"{BENCH_LABEL}=true"}
     cluster.delete_all("/api/v1/nodes", selector)
     cluster.delete_all("/apis/scheduling.k8s.io/v1/priorityclasses", selector)
+    remove_storage_objects(cluster, namespace)
     cluster.request("DELETE", f"/api/v1/namespaces/{namespace}", ok=(200, 202, 404))
     # No controller-manager runs in the lab, so finalize the namespace ourselves.
     finalize = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace},

@@ -15,7 +15,14 @@ from datetime import datetime, timezone
 
 from lab.pod_watch import PodWatch
 from lab.private_lab import ROOT, PrivateLab
-from tests.bench.cluster import Cluster, NodeSet, delete_pods, ensure_namespace, ensure_priority_class
+from tests.bench.cluster import (
+    Cluster,
+    NodeSet,
+    delete_pods,
+    ensure_namespace,
+    ensure_priority_class,
+    remove_storage_objects,
+)
 from tests.bench.measure import percentile
 from tests.bench.profile import Sampler
 from tests.bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, RunningScheduler, command_line
@@ -104,6 +111,12 @@ class RunContext:
             for path, bodies in by_path.items():  # in order: classes, slices, templates
                 self.cluster.create_all(path, bodies)
             self.progress.log(f"{label}: created {sum(map(len, by_path.values()))} cluster objects")
+        if workload.storage is not None:
+            remove_storage_objects(self.cluster, self.namespace)
+            for path, bodies in workload.storage(self.namespace, node_names(workload.nodes), workload.init_pods,
+                                                 workload.pods):
+                self.cluster.create_all(path, bodies)
+            self.progress.log(f"{label}: created the workload's CSINodes, PersistentVolumes and claims")
         init_bodies = init_pod_bodies(workload, node_names(workload.nodes))
         if init_bodies:
             self.cluster.create_all(pods_path, init_bodies)

@@ -64,6 +64,9 @@ class Workload:
     # Objects created before the pods, as (API collection path, body) pairs given the node
     # names and the namespace: DeviceClasses, ResourceSlices, ResourceClaimTemplates.
     cluster_objects: Callable[[list[str], str], list[tuple[str, dict]]] | None = None
+    # Storage objects made before any pod: storage(namespace, node names, init pods, measured
+    # pods) -> [(collection path, bodies)], e.g. CSINodes and one bound claim per pod.
+    storage: Callable[[str, list[str], int, int], list[tuple[str, list[dict]]]] | None = None
 
     @property
     def node_count(self) -> int:
@@ -152,6 +155,53 @@ def _dra_objects(nodes: list[str], namespace: str) -> list[tuple[str, dict]]:
     return ([(f"{DRA_API}/deviceclasses", device_class(DRA_CLASS))]
             + [(f"{DRA_API}/resourceslices", gpu_slice(node, DRA_DEVICES_PER_NODE)) for node in nodes]
             + [(f"{DRA_API}/namespaces/{namespace}/resourceclaimtemplates", template)])
+# SchedulingCSIPVs (scheduler_perf): every pod mounts its own claim, bound to a CSI PV of
+# ebs.csi.aws.com (pv-csi.yaml, pvc.yaml), on nodes whose CSINode allows 39 such volumes, so
+# VolumeBinding checks a bound claim and NodeVolumeLimits counts attachments per node.
+# The PVs carry no claimRef: a claimRef without the claim's UID makes kube-controller-manager's
+# PV controller (when the lab runs one) mark the claim Misbound; without one it binds the PV
+# to the claim that names it. PVs are made before the claims, so it finds them.
+CSI_DRIVER = "ebs.csi.aws.com"
+CSI_VOLUME_LIMIT = 39
+
+
+def claim_name(pod_name: str) -> str:
+    return f"{pod_name}-data"
+
+
+def _with_claim(pod: dict) -> dict:
+    pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {
+        "claimName": claim_name(pod["metadata"]["name"])}}]
+    return pod
+
+
+def _csi_pv_pod(index: int, scheduler_name: str) -> dict:
+    return _with_claim(pod_manifest(f"pod-{index:06d}", scheduler_name, labels={MEASURED_LABEL: "true"}))
+
+
+def _csi_pv_init_pod(index: int) -> dict:
+    return _with_claim(_default_init_pod(index))
+
+
+def _csi_storage(namespace: str, nodes: list[str], init_pods: int, pods: int) -> list[tuple[str, list[dict]]]:
+    label = {BENCH_LABEL: "true"}
+    csi_nodes = [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node, "labels": label},
+                  "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": node,
+                                        "allocatable": {"count": CSI_VOLUME_LIMIT}}]}} for node in nodes]
+    volumes, claims = [], []
+    for pod_name in [f"init-{i:06d}" for i in range(init_pods)] + [f"pod-{i:06d}" for i in range(pods)]:
+        claim, volume = claim_name(pod_name), f"bench-pv-{namespace}-{pod_name}"
+        volumes.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume, "labels": label},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+                                 "persistentVolumeReclaimPolicy": "Retain",
+                                 "csi": {"driver": CSI_DRIVER, "fsType": "ext4", "volumeHandle": volume}}})
+        claims.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                       "metadata": {"name": claim, "labels": label,
+                                    "annotations": {"pv.kubernetes.io/bind-completed": "true"}},
+                       "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                                "volumeName": volume}})
+    return [("/apis/storage.k8s.io/v1/csinodes", csi_nodes), ("/api/v1/persistentvolumes", volumes),
+            (f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", claims)]
 
 
 WORKLOADS: tuple[Workload, ...] = (
@@ -188,6 +238,12 @@ WORKLOADS: tuple[Workload, ...] = (
              cluster_objects=_dra_objects, timeout_per_pod_s=0.5,
              description="each pod claims one of 8 GPUs per node through a ResourceClaimTemplate "
                          "(needs kube-controller-manager's resourceclaim controller in the lab)"),
+    Workload("SchedulingCSIPVs/1000Nodes", _plain_nodes(1000), 1000, _csi_pv_pod, init_pods=1000,
+             init_pod=_csi_pv_init_pod, storage=_csi_storage,
+             description="each pod mounts its own claim bound to a CSI PV; CSINodes allow 39 volumes per node; "
+                         "beside 1,000 bound pods with claims"),
+    Workload("CSIPVsSmoke/10Nodes", _plain_nodes(10), 30, _csi_pv_pod, init_pods=10, init_pod=_csi_pv_init_pod,
+             storage=_csi_storage, smoke=True, description="a tiny SchedulingCSIPVs run (the harness's own check)"),
 )
 
 

@@ -7,7 +7,7 @@ normalize_score  DefaultNormalizeScore
 integer        Go's integer division
 args           pluginConfig args decoding with errors that name the field
 cluster_objects  the namespaces, services and controllers affinity and spreading read
-volumes        the claims kubesched does not schedule, and the reason it gives
+volumes        claims and PersistentVolumes: classes, binding, node affinity, matching (component-helpers/storage)
 
 Selectors are compiled once per pod and matched per node or pod: the matching functions
 are hot paths, written for speed.

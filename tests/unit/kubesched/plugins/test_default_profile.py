@@ -58,7 +58,8 @@ def test_default_profile_has_the_upstream_extension_points():
         "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures"]
     assert dict((p.name, w) for p, w in fwk.weighted_score_plugins) == {
         "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
-        "InterPodAffinity": 2, "DynamicResources": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
+        "InterPodAffinity": 2, "DynamicResources": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
+        "VolumeBinding": 1}
 
 
 def test_dedicated_node_with_toleration_and_affinity():
@@ -103,9 +104,28 @@ def test_preemption_through_the_framework_handle():
     assert [c[2] for c in client.calls if c[0] == "delete"] == ["low"]
 
 
-def test_pod_with_a_claim_waits_with_an_honest_reason():
+def test_pod_whose_claim_does_not_exist_waits_with_upstreams_reason():
     fwk = default_framework([make_node("node1", cpu="4", memory="8Gi", pods=110)])
     pod = make_pod("db", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}])
     _unused, status, _unused = fwk.run_pre_filter_plugins(CycleState(), pod, fwk.snapshot().node_info_list)
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.plugin == "VolumeRestrictions"
-    assert "kubesched does not schedule pods with PersistentVolumeClaims (claims: data-db-0)" in status.message()
+    assert status.message() == 'persistentvolumeclaim "data-db-0" not found'
+
+
+def test_a_pre_filter_rejection_before_dynamic_resources_ends_in_not_found():
+    """kube-scheduler 1.37: DynamicResources' PostFilter needs the state its PreFilter writes;
+    when VolumeRestrictions (earlier) rejects, PostFilter fails with "not found" and
+    DefaultPreemption never runs (the lab test runs kube-scheduler to show the same text)."""
+    fwk = default_framework([make_node("node1", cpu="4", memory="8Gi", pods=110)])
+    pod = make_pod("db", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "missing"}}])
+    state = CycleState()
+    _unused, status, _unused = fwk.run_pre_filter_plugins(state, pod, fwk.snapshot().node_info_list)
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    nominated, post = fwk.run_post_filter_plugins(state, pod, {})
+    assert (nominated, post.code, post.message()) == (None, Code.ERROR, "not found")
+    # A pod that got through every PreFilter: DynamicResources skipped, preemption runs.
+    state = CycleState()
+    plain = make_pod("plain", reqs=[{"cpu": "100"}])
+    fwk.run_pre_filter_plugins(state, plain, fwk.snapshot().node_info_list)
+    _unused, post = fwk.run_post_filter_plugins(state, plain, {})
+    assert post.message().startswith("preemption: ")

@@ -57,9 +57,3 @@ def test_requeue_events_are_cluster_events(name):
     plugin = REGISTRY[name](None, FakeHandle())
     if hasattr(plugin, "events_to_register"):
         assert all(isinstance(e, ClusterEvent) for e in plugin.events_to_register())
-
-
-def test_plugins_that_reject_only_immutable_specs_never_requeue_on_events():
-    from plugin_builders import FakeHandle
-    for name in ("VolumeBinding", "VolumeZone", "NodeVolumeLimits"):
-        assert REGISTRY[name](None, FakeHandle()).events_to_register() == []

@@ -1,4 +1,4 @@
-"""The volume and DRA plugins: pass-throughs without claims, honest rejections with them."""
+"""The volume and DRA plugins without claims (skipped), VolumeRestrictions' inline disks, DRA's honest rejection."""
 
 import pytest
 from plugin_builders import code_and_reasons, make_node, make_pod, place, run_filter
@@ -13,10 +13,6 @@ from kubesched.plugins.volume_zone import VolumeZone
 UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 PLAIN_VOLUMES = [{"name": "cfg", "configMap": {"name": "x"}}, {"name": "tmp", "emptyDir": {}},
                  {"name": "tok", "projected": {"sources": []}}, {"name": "h", "hostPath": {"path": "/x"}}]
-CLAIM = [{"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}]
-EPHEMERAL = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]
-CLAIM_REASON = ("kubesched does not schedule pods with PersistentVolumeClaims (claims: {}); "
-                "schedule this pod with kube-scheduler")
 VOLUME_PLUGINS = [VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone]
 
 
@@ -25,20 +21,6 @@ VOLUME_PLUGINS = [VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZon
 def test_pods_without_claims_skip(plugin, volumes):
     _unused, status = plugin().pre_filter(CycleState(), make_pod(volumes=volumes), [])
     assert status.is_skip()
-
-
-@pytest.mark.parametrize("plugin", VOLUME_PLUGINS)
-@pytest.mark.parametrize("volumes, claims", [(CLAIM, "data-0"), (EPHEMERAL, "web-scratch")])
-def test_pods_with_claims_are_rejected_with_a_clear_reason(plugin, volumes, claims):
-    _unused, status = plugin().pre_filter(CycleState(), make_pod("web", volumes=volumes), [])
-    assert code_and_reasons(status) == (UU, (CLAIM_REASON.format(claims),))
-    assert status.plugin == plugin.name
-
-
-def test_inline_csi_volumes_are_rejected_by_node_volume_limits():
-    pod = make_pod(volumes=[{"name": "secrets", "csi": {"driver": "secrets-store.csi.k8s.io"}}])
-    _unused, status = NodeVolumeLimits().pre_filter(CycleState(), pod, [])
-    assert status.code == UU and "inline CSI volumes: secrets" in status.message()
 
 
 def test_dynamic_resources_pod_whose_claim_does_not_exist_is_unschedulable():

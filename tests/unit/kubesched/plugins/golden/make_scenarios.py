@@ -446,10 +446,146 @@ def dra_scenario(seed: int) -> dict:
                        "spec": {"devices": devices}})
     return {"name": f"dra-{seed}", "nodes": nodes, "slices": slices, "classes": classes, "claims": claims,
             "allocated": [list(d) for d in allocated]}
+# --- volumes: VolumeBinding, VolumeZone, NodeVolumeLimits, VolumeRestrictions ----------------
+
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+GA_ZONE = "topology.kubernetes.io/zone"
+SIZES = ["500Mi", "1Gi", "2Gi", "5Gi", "10Gi"]
+CSI_DRIVER, CAPACITY_DRIVER = "csi.example.com", "cap.example.com"
+STORAGE_CLASSES = [
+    {"metadata": {"name": "wait"}, "provisioner": "kubernetes.io/no-provisioner",
+     "volumeBindingMode": "WaitForFirstConsumer"},
+    {"metadata": {"name": "now"}, "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "Immediate"},
+    {"metadata": {"name": "dyn"}, "provisioner": CSI_DRIVER, "volumeBindingMode": "WaitForFirstConsumer"},
+    {"metadata": {"name": "dyn-zoned"}, "provisioner": CSI_DRIVER, "volumeBindingMode": "WaitForFirstConsumer",
+     "allowedTopologies": [{"matchLabelExpressions": [{"key": GA_ZONE, "values": ["z1"]}]}]},
+    {"metadata": {"name": "dyn-cap"}, "provisioner": CAPACITY_DRIVER, "volumeBindingMode": "WaitForFirstConsumer"},
+]
+
+
+def _volume_node_labels(rng, name):
+    labels = {HOST: name}
+    kind = rng.random()
+    if kind < 0.5:
+        labels[GA_ZONE] = pick(rng, ["z1", "z2"])
+    elif kind < 0.7:
+        labels[BETA_ZONE] = pick(rng, ["z1", "z2"])
+    if rng.random() < 0.3:
+        labels[REGION] = "r1"
+    return labels
+
+
+def _pv(rng, name, nodes, storage_class, claim=None):
+    spec = {"capacity": {"storage": pick(rng, SIZES)}, "storageClassName": storage_class,
+            "accessModes": [pick(rng, ["ReadWriteOnce", "ReadWriteOnce", "ReadOnlyMany", "ReadWriteOncePod"])],
+            "csi": {"driver": CSI_DRIVER, "volumeHandle": f"h-{name}"}}
+    placement = rng.random()
+    if placement < 0.5:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": HOST, "operator": "In", "values": [pick(rng, nodes)["metadata"]["name"]]}]}]}}
+    elif placement < 0.75:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": GA_ZONE, "operator": "In", "values": [pick(rng, ["z1", "z2"])]}]}]}}
+    if rng.random() < 0.1:
+        spec["volumeMode"] = "Block"
+    labels = {}
+    if rng.random() < 0.3:
+        labels[pick(rng, [GA_ZONE, BETA_ZONE])] = pick(rng, ["z1", "z2", "z1__z2"])
+    if rng.random() < 0.3:
+        labels["tier"] = pick(rng, ["fast", "slow"])
+    phase = "Available"
+    if claim is not None:
+        meta = claim["metadata"]
+        spec["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": meta["namespace"], "name": meta["name"],
+                            "uid": meta["uid"]}
+        phase = "Bound"
+    return {"metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1", "labels": labels},
+            "spec": spec, "status": {"phase": phase}}
+
+
+def _pvc(rng, name, storage_class, owner=None):
+    spec = {"accessModes": [pick(rng, ["ReadWriteOnce", "ReadWriteOnce", "ReadWriteOncePod"])],
+            "storageClassName": storage_class, "resources": {"requests": {"storage": pick(rng, SIZES[:4])}}}
+    if rng.random() < 0.15:
+        spec["selector"] = {"matchLabels": {"tier": "fast"}}
+    meta = {"name": name, "namespace": "default", "uid": f"uid-pvc-{name}", "resourceVersion": "1"}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": owner["name"], "uid": owner["uid"],
+                                    "controller": True}]
+    return {"metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
+
+
+def _bind(pvc, pv):
+    pvc["spec"]["volumeName"] = pv["metadata"]["name"]
+    pvc["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    pvc["status"]["phase"] = "Bound"
+
+
+def volume_scenario(seed: int) -> dict:
+    rng = random.Random(seed * 7919 + 13)
+    nodes = [{"metadata": {"name": f"n{i}", "labels": _volume_node_labels(rng, f"n{i}")},
+              "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}} for i in range(rng.randint(3, 6))]
+    pvs, pvcs, existing = [], [], []
+    for k in range(rng.randint(2, 8)):
+        pvs.append(_pv(rng, f"pv{k}", nodes, pick(rng, ["wait", "wait", "now", "dyn"])))
+    # Claims already in use by pods on the nodes: CSI volumes counted against attach limits.
+    for i, node in enumerate(nodes):
+        for j in range(rng.randint(0, 2)):
+            claim = _pvc(rng, f"used-{i}-{j}", "wait")
+            pv = _pv(rng, f"pv-used-{i}-{j}", [node], "wait", claim)
+            _bind(claim, pv)
+            pvs.append(pv)
+            pvcs.append(claim)
+            existing.append({"metadata": {"name": f"e{i}-{j}", "namespace": "default", "uid": f"uid-e{i}-{j}"},
+                             "spec": {"nodeName": node["metadata"]["name"], "containers": [{"name": "c"}],
+                                      "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim["metadata"]["name"]}}]}})
+    pod_meta = {"name": "incoming", "uid": "uid-incoming"}
+    volumes = []
+    for k in range(rng.randint(1, 3)):
+        kind = rng.random()
+        if kind < 0.2 and pvcs:  # share a claim an existing pod uses (ReadWriteOncePod conflicts)
+            volumes.append({"name": f"v{k}", "persistentVolumeClaim": {"claimName": pick(rng, pvcs)["metadata"]["name"]}})
+            continue
+        if kind < 0.3:
+            name = f"incoming-v{k}"
+            if rng.random() < 0.8:
+                pvcs.append(_pvc(rng, name, pick(rng, ["wait", "dyn"]), owner=pod_meta if rng.random() < 0.9 else
+                                 {"name": "other", "uid": "uid-other"}))
+            volumes.append({"name": f"v{k}", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}})
+            continue
+        name = f"c{k}"
+        storage_class = pick(rng, ["wait", "wait", "wait", "dyn", "dyn-zoned", "dyn-cap", "now"])
+        claim = _pvc(rng, name, storage_class)
+        if (storage_class == "now" and rng.random() < 0.6) or rng.random() < 0.15:
+            storage_class = claim["spec"]["storageClassName"] = pick(rng, ["now", "wait"])
+            pv = _pv(rng, f"pv-{name}", nodes, storage_class, claim)
+            _bind(claim, pv)
+            if rng.random() < 0.9:
+                pvs.append(pv)  # else the claim is bound to a PV that no longer exists
+        elif storage_class.startswith("dyn") and rng.random() < 0.2:
+            claim["metadata"]["annotations"] = {"volume.kubernetes.io/selected-node": pick(rng, nodes)["metadata"]["name"]}
+        pvcs.append(claim)
+        volumes.append({"name": f"v{k}", "persistentVolumeClaim": {"claimName": name}})
+    csinodes = []
+    for node in nodes:
+        if rng.random() < 0.8:
+            driver = {"name": CSI_DRIVER, "nodeID": node["metadata"]["name"]}
+            if rng.random() < 0.7:
+                driver["allocatable"] = {"count": rng.randint(1, 4)}
+            csinodes.append({"metadata": {"name": node["metadata"]["name"]}, "spec": {"drivers": [driver]}})
+    capacities = [{"metadata": {"name": f"cap-{zone}", "namespace": "default"}, "storageClassName": "dyn-cap",
+                   "nodeTopology": {"matchLabels": {GA_ZONE: zone}}, "capacity": pick(rng, ["1Gi", "4Gi", "20Gi"]),
+                   **({"maximumVolumeSize": "2Gi"} if rng.random() < 0.3 else {})} for zone in ("z1", "z2")]
+    incoming = {"metadata": {"name": "incoming", "namespace": "default", "uid": "uid-incoming"},
+                "spec": {"containers": [{"name": "c"}], "volumes": volumes}}
+    return {"name": f"volumes-{seed}", "nodes": nodes, "existing": existing, "pod": incoming, "pvs": pvs,
+            "pvcs": pvcs, "storageClasses": STORAGE_CLASSES, "csiNodes": csinodes,
+            "csiDrivers": [{"metadata": {"name": CAPACITY_DRIVER}, "spec": {"storageCapacity": True}}],
+            "csiStorageCapacities": capacities}
 
 
 if __name__ == "__main__":
     kind = sys.argv[1] if len(sys.argv) > 1 else "plugins"
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 300
-    make = {"preemption": preemption_scenario, "dra": dra_scenario}.get(kind, scenario)
+    make = {"preemption": preemption_scenario, "dra": dra_scenario, "volumes": volume_scenario}.get(kind, scenario)
     json.dump([make(seed) for seed in range(count)], sys.stdout, indent=None, separators=(",", ":"))

@@ -219,6 +219,10 @@ func main() {
 		runAll(os.Args[2], runDRA)
 		return
 	}
+	if len(os.Args) > 2 && os.Args[1] == "volumes" {
+		runAll(os.Args[2], runVolumes)
+		return
+	}
 	runAll(os.Args[1], run)
 }
 
