@@ -135,10 +135,16 @@ def validate_frameworks(cfg: KubeSchedulerConfiguration) -> None:
     from kubesched.framework.runtime import build_frameworks
     from kubesched.plugins.registry import REGISTRY
 
+    from kubesched.extender import ExtenderTLSError, build_extenders
+
     try:
         build_frameworks(cfg.profiles, REGISTRY)
     except FrameworkError as err:
         raise ConfigError(err.field, err.message, cfg.source) from None
+    try:
+        build_extenders(cfg.extenders)
+    except ExtenderTLSError as err:
+        raise ConfigError("", str(err), cfg.source) from None
 
 
 def _fail(message: str) -> int:

@@ -23,10 +23,17 @@ from kubesched import klog, metrics
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
 from kubesched.backend.queue import Nominator, SchedulingQueue
-from kubesched.backend.trim import trim_node, trim_pod
+from kubesched.backend.trim import trim_metadata, trim_node, trim_pod
 from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.events import EventBroadcaster
+from kubesched.extender import (
+    EXTENDER_NAME,
+    build_extenders,
+    extender_scores,
+    extenders_binding,
+    find_nodes_that_pass_extenders,
+)
 from kubesched.framework.fit_error import Diagnosis, FitError, truncate_message
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, CycleState, EventResource, Status
 from kubesched.framework.runtime import Framework, build_frameworks
@@ -134,10 +141,11 @@ class Scheduler:
         self.snapshot = Snapshot()
         self.broadcaster = EventBroadcaster(event_client or client, instance)
         self.object_informers: dict[str, Informer] = {}
+        self.extenders = build_extenders(cfg.extenders)
         self.frameworks: dict[str, Framework] = {}
         for profile in cfg.profiles:
             self.frameworks.update(build_frameworks(
-                [profile], registry, client=client, nominator=self.nominator,
+                [profile], registry, client=client, nominator=self.nominator, extenders=self.extenders,
                 event_recorder=self.broadcaster.recorder(profile.scheduler_name),
                 parallelism=cfg.parallelism, pdb_lister=self._pdbs, object_lister=self.list_objects))
         for fwk in self.frameworks.values():
@@ -268,12 +276,14 @@ class Scheduler:
     def start_informers(self, stop: threading.Event) -> None:
         if self.client is None:
             raise RuntimeError("start_informers needs an API client")
+        # Extenders are sent whole pods and nodes, as kube-scheduler sends them.
+        pod_transform, node_transform = (trim_metadata, trim_metadata) if self.extenders else (trim_pod, trim_node)
         self.node_informer = Informer(self.client, "/api/v1/nodes", name="nodes", on_add=self.on_node_add,
                                       on_update=self.on_node_update, on_delete=self.on_node_delete,
-                                      page_size=500, transform=trim_node).start(stop)
+                                      page_size=500, transform=node_transform).start(stop)
         self.pod_informer = Informer(self.client, "/api/v1/pods", name="pods", on_add=self.on_pod_add,
                                      on_update=self.on_pod_update, on_delete=self.on_pod_delete,
-                                     page_size=500, transform=trim_pod).start(stop)
+                                     page_size=500, transform=pod_transform).start(stop)
         for resource, path in OBJECT_PATHS.items():
             self.object_informers[resource] = Informer(
                 self.client, path, name=resource, on_add=_ignore, on_update=_ignore2,
@@ -417,6 +427,8 @@ class Scheduler:
             node = self.snapshot.get(pod.nominated_node_name)
             if node is not None:
                 feasible = self.find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [node])
+                if feasible and self.extenders:
+                    feasible = find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
                 if feasible:
                     return feasible, diagnosis
         nodes = all_nodes
@@ -432,6 +444,11 @@ class Scheduler:
         processed = len(feasible) + len(diagnosis.node_to_status)
         if explain is None:
             self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
+        if self.extenders and feasible:
+            passed = find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
+            if len(passed) != len(feasible):
+                diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+            feasible = passed
         return feasible, diagnosis
 
     def find_nodes_that_pass_filters(self, fwk: Framework, state: CycleState, pod: PodInfo,
@@ -445,7 +462,8 @@ class Scheduler:
         if percentage is None:
             percentage = self.cfg.percentage_of_nodes_to_score
         to_find = num_all if find_all else num_feasible_nodes_to_find(percentage, num_all)
-        if not fwk.has_score_plugins() and not find_all:
+        if not find_all and not fwk.has_score_plugins() and \
+                not any(e.is_filter() or e.is_prioritizer() for e in self.extenders):
             to_find = 1
         start_index = 0 if find_all else self.next_start_node_index
         if not fwk.has_filter_plugins():
@@ -503,12 +521,19 @@ class Scheduler:
 
     def prioritize_nodes(self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
                          breakdown: dict[str, dict[str, int]] | None = None) -> list[int]:
-        if not fwk.has_score_plugins():
+        if not fwk.has_score_plugins() and not self.extenders:
             return [1] * len(nodes)
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if status is not None and not status.is_success():
             raise RuntimeError(status.message())
-        return fwk.run_score_plugins(state, pod, nodes, breakdown)
+        totals = fwk.run_score_plugins(state, pod, nodes, breakdown)
+        if self.extenders:
+            by_node = extender_scores(self.extenders, pod, nodes)
+            if by_node:
+                totals = [total + by_node.get(node.name, 0) for total, node in zip(totals, nodes)]
+                if breakdown is not None:
+                    breakdown[EXTENDER_NAME] = {node.name: by_node.get(node.name, 0) for node in nodes}
+        return totals
 
     # =========================================================================================
     # Assume, Reserve, Permit, then bind asynchronously
@@ -564,7 +589,9 @@ class Scheduler:
         try:
             status = fwk.run_pre_bind_plugins(state, assumed, host)
             if status is None or status.is_success():
-                status = fwk.run_bind_plugins(state, assumed, host)
+                bound, status = extenders_binding(self.extenders, assumed, host) if self.extenders else (False, None)
+                if not bound:
+                    status = fwk.run_bind_plugins(state, assumed, host)
         except Exception as err:  # noqa: BLE001 - a failed bind is retried, never fatal
             status = Status(Code.ERROR, str(err), error=err)
         finally:

@@ -298,7 +298,7 @@ def _validate(cfg: KubeSchedulerConfiguration, raw: dict) -> None:
     if cc.burst < 0:
         raise ConfigError("clientConnection.burst", f"must not be negative, got {cc.burst}")
     if raw.get("extenders"):
-        _validate_extenders(raw["extenders"])
+        _parse_extenders(cfg, raw["extenders"])
     registry, _unused = _plugin_registry()
     seen: dict[str, int] = {}
     for i, profile in enumerate(cfg.profiles):
@@ -331,14 +331,21 @@ def _queue_sort(profile: Profile, registry: dict[str, type]) -> tuple:
     return tuple(names), tuple(repr(profile.plugin_config.get(n)) for n in names)
 
 
-def _validate_extenders(extenders: list[dict]) -> None:
-    for i, ext in enumerate(extenders):
-        if not ext.get("urlPrefix"):
-            raise ConfigError(f"extenders[{i}].urlPrefix", "required")
-        if ext.get("weight") is not None and ext["weight"] <= 0 and ext.get("prioritizeVerb"):
-            raise ConfigError(f"extenders[{i}].weight", f"must be positive when prioritizeVerb is set, got {ext['weight']}")
-    raise ConfigError("extenders", "scheduler extenders are not supported by kubesched; "
-                                   "implement the logic as a plugin or remove the extenders list")
+def _parse_extenders(cfg: KubeSchedulerConfiguration, raw_extenders: list[dict]) -> None:
+    from kubesched.config.extenders import ExtenderConfigError, parse_extenders
+
+    try:
+        cfg.extenders = parse_extenders(raw_extenders)
+    except ExtenderConfigError as err:
+        raise ConfigError(err.field, err.message) from None
+    # As upstream's buildExtenders: resources an extender manages with ignoredByScheduler are
+    # NodeResourcesFit's ignoredResources in every profile (the extender's list wins).
+    ignored = [r.name for ext in cfg.extenders for r in ext.managed_resources if r.ignored_by_scheduler]
+    if ignored:
+        for profile in cfg.profiles:
+            args = dict(profile.plugin_config.get("NodeResourcesFit") or {})
+            args["ignoredResources"] = ignored
+            profile.plugin_config["NodeResourcesFit"] = args
 
 
 def parse_config(raw: Any, source: str = "") -> KubeSchedulerConfiguration:

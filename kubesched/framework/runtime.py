@@ -69,8 +69,11 @@ class Framework:
     def __init__(self, profile: Profile, registry: dict[str, type], *, client: Any = None,
                  nominator: Any = None, event_recorder: Any = None, parallelism: int = 16,
                  pdb_lister: Callable[[], list[dict]] | None = None,
-                 object_lister: Callable[[str, str | None], list[dict]] | None = None):
+                 object_lister: Callable[[str, str | None], list[dict]] | None = None,
+                 extenders: list[Any] | None = None):
         self.profile_name = profile.scheduler_name
+        # The scheduler's extenders (Handle.Extenders()): preemption asks them about victims.
+        self.extenders: list[Any] = extenders or []
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.client = client
         self.nominator = nominator or _NullNominator()
