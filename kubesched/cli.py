@@ -132,10 +132,9 @@ def prepare(args: argparse.Namespace):
 
 def validate_frameworks(cfg: KubeSchedulerConfiguration) -> None:
     """Build every profile's plugins offline, so plugin args are validated too."""
+    from kubesched.extender import ExtenderTLSError, build_extenders
     from kubesched.framework.runtime import build_frameworks
     from kubesched.plugins.registry import REGISTRY
-
-    from kubesched.extender import ExtenderTLSError, build_extenders
 
     try:
         build_frameworks(cfg.profiles, REGISTRY)

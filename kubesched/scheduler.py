@@ -211,6 +211,8 @@ class Scheduler:
             return
         if ((new_raw.get("spec") or {}).get("schedulerName") or "default-scheduler") not in self.frameworks:
             return
+        if self.cache.is_assumed((new_raw.get("metadata") or {}).get("uid", "")):
+            return  # binding (or waiting on Permit): the binding cycle decides its fate
         new_pod = PodInfo(new_raw)
         if _is_terminal(new_raw):
             self.queue.delete(new_pod)
@@ -256,6 +258,10 @@ class Scheduler:
             return
         if self.responsible_for(pod):
             self.queue.delete(pod)
+            # A waiting pod rejected here was assumed: its room is free again.
+            if self.frameworks[pod.scheduler_name].reject_waiting_pod(pod.uid):
+                self.queue.move_all_to_active_or_backoff(
+                    ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
 
     def _pdbs(self) -> list[dict]:
         return self.list_objects("poddisruptionbudgets")
@@ -551,8 +557,11 @@ class Scheduler:
         self.nominator.delete_nominated_pod_if_exists(pod)
         status = fwk.run_reserve_plugins_reserve(state, assumed, host)
         if status is None:
-            status = fwk.run_permit_plugins(state, assumed, host)
-            if status is not None:
+            status, wait_times = fwk.run_permit_plugins(state, assumed, host)
+            if status is not None and status.code == Code.WAIT:
+                fwk.add_waiting_pod(assumed, wait_times)
+                status = None
+            elif status is not None:
                 fwk.run_reserve_plugins_unreserve(state, assumed, host)
         if status is not None:
             self.cache.forget_pod(assumed)
@@ -571,9 +580,13 @@ class Scheduler:
         self.bind_pool.submit(self._binding_cycle, fwk, state, pod, assumed, result, start)
 
     def _binding_cycle(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
-                       result: ScheduleResult, start: float) -> None:
+                       result: ScheduleResult, start: float, permit_waited: bool = False) -> None:
         host = result.suggested_host
         self.queue.done(pod.uid)
+        waiting = fwk.get_waiting_pod(pod.uid) if not permit_waited else None
+        if waiting is not None:
+            self._wait_on_permit(fwk, state, pod, assumed, result, start, waiting)
+            return
         if self.stop.is_set():
             # Leadership is gone or we are shutting down, and binds queued behind the client's
             # rate limit must not land after the lease has passed on: the next leader may have
@@ -625,6 +638,60 @@ class Scheduler:
             metrics.pod_scheduling_sli_duration.labels(metrics.attempts_label(pod.attempts)).observe(
                 max(0.0, time.time() - pod.initial_attempt_ts))
         fwk.run_post_bind_plugins(state, assumed, host)
+
+    def _wait_on_permit(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
+                        result: ScheduleResult, start: float, waiting: Any) -> None:
+        """WaitOnPermit without holding a bind thread: the binding cycle resumes on a bind
+        thread once the waiting pod is allowed or rejected."""
+        host = result.suggested_host
+        # NominatedNodeNameForExpectation (on by default in v1.37): tell other components where
+        # the waiting pod is about to go.
+        if (assumed.raw.get("status") or {}).get("nominatedNodeName") != host:
+            self._submit_status_patch_raw(pod, {"status": {"nominatedNodeName": host}})
+        if klog.V(4):
+            klog.info("Pod waiting on permit", pod=pod.key)
+
+        def resume(_signal: Status) -> None:
+            with self.binds_lock:
+                self.binds_in_flight += 1
+                self._binding_goroutines.set(self.binds_in_flight)
+            self.bind_pool.submit(self._after_permit, fwk, state, pod, assumed, result, start, waiting)
+
+        with self.binds_lock:  # a waiting pod is not a bind in flight: shutdown need not wait for it
+            self.binds_in_flight -= 1
+            self._binding_goroutines.set(self.binds_in_flight)
+        waiting.on_done(resume)
+
+    def _after_permit(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
+                      result: ScheduleResult, start: float, waiting: Any) -> None:
+        status = fwk.finish_waiting(waiting)
+        if status is None:
+            self._binding_cycle(fwk, state, pod, assumed, result, start, permit_waited=True)
+            return
+        host = result.suggested_host
+        try:
+            if status.is_rejected():
+                klog.info("Pod rejected while waiting on permit", pod=pod.key, status=status.message())
+            else:
+                klog.error("Failed waiting on permit for pod", pod=pod.key, err=status.message())
+            fwk.run_reserve_plugins_unreserve(state, assumed, host)
+            self.cache.forget_pod(assumed)
+            # The forgotten pod freed room, like a deleted pod would (handleBindingCycleError).
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"),
+                pre_check=(lambda other: other.uid != pod.uid) if status.is_rejected() else None)
+            fit = None
+            if status.is_rejected():
+                diagnosis = Diagnosis()
+                diagnosis.node_to_status[host] = status
+                diagnosis.unschedulable_plugins = {status.plugin} if status.plugin else set()
+                fit = FitError(pod.key, 1, diagnosis)
+                status = Status(status.code, str(fit), plugin=status.plugin)
+            self.handle_scheduling_failure(fwk, pod, status, fit, None, start, clear_nomination=True)
+        finally:
+            with self.binds_lock:
+                self.binds_in_flight -= 1
+                self._binding_goroutines.set(self.binds_in_flight)
 
     # =========================================================================================
     # Failure: event, condition, nomination, back to the queue
@@ -685,7 +752,11 @@ class Scheduler:
     def _submit_status_patch(self, pod: PodInfo, reason: str, message: str, nominated_node: str | None,
                              clear_nomination: bool) -> None:
         patch = status_patch(pod.raw, reason, message, nominated_node, clear_nomination)
-        if patch is None or self.client is None:
+        if patch is not None:
+            self._submit_status_patch_raw(pod, patch)
+
+    def _submit_status_patch_raw(self, pod: PodInfo, patch: dict) -> None:
+        if self.client is None:
             return
         client = self.client
 

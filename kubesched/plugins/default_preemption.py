@@ -376,6 +376,15 @@ class DefaultPreemption:
         if generation:
             condition["observedGeneration"] = generation
         client = self.handle.client
+        recorder = getattr(self.handle, "event_recorder", None)
+        get_waiting_pod = getattr(self.handle, "get_waiting_pod", None)
+        waiting = get_waiting_pod(victim.uid) if get_waiting_pod is not None else None
+        if waiting is not None and waiting.preempt(self.name, "preempted"):
+            # A pod waiting on Permit is only assumed: it goes back to the queue, nothing to delete.
+            if recorder is not None:
+                recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
+                                f"Preempted by pod {preemptor.uid} on node {node_name} (in kube-scheduler memory).")
+            return
         try:
             if not self._has_condition(victim, condition):
                 client.patch_pod_status(victim.namespace, victim.name, {"status": {"conditions": [condition]}})
@@ -384,7 +393,6 @@ class DefaultPreemption:
             if _is_not_found(err):
                 return
             raise
-        recorder = getattr(self.handle, "event_recorder", None)
         if recorder is not None:
             recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
                             f"Preempted by pod {preemptor.uid} on node {node_name}")
