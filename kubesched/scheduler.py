@@ -132,7 +132,9 @@ class Scheduler:
                  registry: dict[str, type] | None = None, event_client: ApiClient | None = None,
                  instance: str = "kubesched", bind_workers: int = 32, rng: random.Random | None = None):
         if registry is None:
-            from kubesched.plugins.registry import REGISTRY as registry  # noqa: N811
+            from kubesched.plugins.outoftree import full_registry
+
+            registry = full_registry()
         self.cfg = cfg
         self.client = client
         self.rng = rng or random.Random()
@@ -561,9 +563,8 @@ class Scheduler:
             if status is not None and status.code == Code.WAIT:
                 fwk.add_waiting_pod(assumed, wait_times)
                 status = None
-            elif status is not None:
-                fwk.run_reserve_plugins_unreserve(state, assumed, host)
         if status is not None:
+            fwk.run_reserve_plugins_unreserve(state, assumed, host)  # as upstream's unreserveAndForget
             self.cache.forget_pod(assumed)
             fit = None
             if status.is_rejected():

@@ -167,9 +167,10 @@ def _decode(value: Any, spec: Any, path: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 def _plugin_registry() -> tuple[dict[str, type], list[tuple[str, int]]]:
-    from kubesched.plugins.registry import DEFAULT_PLUGINS, REGISTRY
+    from kubesched.plugins.outoftree import full_registry
+    from kubesched.plugins.registry import DEFAULT_PLUGINS
 
-    return REGISTRY, DEFAULT_PLUGINS
+    return full_registry(), DEFAULT_PLUGINS
 
 
 def _plugin_set(raw: dict | None) -> PluginSet:
@@ -246,16 +247,20 @@ def _validate_profile_plugins(profile: Profile, raw: dict, registry: dict[str, t
                 if name == "*" and kind == "disabled":
                     continue
                 if name not in registry:
-                    raise ConfigError(f"{where}.name", f"unknown plugin {name!r}; known plugins: "
-                                                       f"{', '.join(sorted(registry))}")
+                    raise ConfigError(f"{where}.name", _unknown_plugin(name, registry))
                 weight = plugin.get("weight")
                 if weight is not None and not 0 <= weight <= MAX_WEIGHT:
                     raise ConfigError(f"{where}.weight", f"must be a non-negative integer (0 means the "
                                                          f"default weight 1), got {weight}")
     for name, where in profile.plugin_config_paths.items():
         if name not in registry:
-            raise ConfigError(f"{where}.name", f"unknown plugin {name!r}; known plugins: "
-                                               f"{', '.join(sorted(registry))}")
+            raise ConfigError(f"{where}.name", _unknown_plugin(name, registry))
+
+
+def _unknown_plugin(name: str, registry: dict[str, type]) -> str:
+    from kubesched.plugins.outoftree import unknown_plugin_message
+
+    return unknown_plugin_message(name, registry)
 
 
 def validate_leader_election(le: LeaderElection) -> None:
