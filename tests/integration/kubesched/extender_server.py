@@ -4,8 +4,8 @@ its command line, over HTTP or HTTPS, speaking k8s.io/kube-scheduler/extender/v1
     python extender_server.py --port 8888 --reject b=blocked-by-test --unresolvable c=never \\
         --score a=10 --score b=3 --kubeconfig admin.kubeconfig --log requests.jsonl
 
-A node rule `SUFFIX=VALUE` applies to every node whose name ends with SUFFIX (tests prefix
-node names). `--misbehave VERB=garbage|sleep:SECONDS|status:CODE|error:MESSAGE` makes one verb
+A node rule `PART=VALUE` applies to every node whose name contains PART (tests prefix node
+names, so rules name a distinctive part such as "alpha"). `--misbehave VERB=garbage|sleep:SECONDS|status:CODE|error:MESSAGE` makes one verb
 answer badly. Every request is appended to --log as one JSON line (verb, pod, node names,
 whether full nodes or names only were sent) so a test can check what the scheduler sent.
 """
@@ -27,7 +27,7 @@ def node_rules(values: list[str]) -> list[tuple[str, str]]:
 
 
 def matching(rules: list[tuple[str, str]], node: str) -> str | None:
-    return next((value for suffix, value in rules if node.endswith(suffix)), None)
+    return next((value for part, value in rules if part in node), None)
 
 
 class Extender:
@@ -51,6 +51,7 @@ class Extender:
         pod = body.get("Pod") or {}
         names = body.get("NodeNames")
         entry = {"verb": verb, "pod": (pod.get("metadata") or {}).get("name") or body.get("PodName"),
+                 "namespace": (pod.get("metadata") or {}).get("namespace") or body.get("PodNamespace"),
                  "full_nodes": body.get("Nodes") is not None,
                  "nodes": names if names is not None else
                  [n["metadata"]["name"] for n in (body.get("Nodes") or {}).get("items") or ()],
@@ -146,9 +147,9 @@ def handler_for(extender: Extender):
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--reject", action="append", metavar="SUFFIX[=MESSAGE]", help="FailedNodes")
-    p.add_argument("--unresolvable", action="append", metavar="SUFFIX[=MESSAGE]", help="FailedAndUnresolvableNodes")
-    p.add_argument("--score", action="append", metavar="SUFFIX=0..10")
+    p.add_argument("--reject", action="append", metavar="PART[=MESSAGE]", help="FailedNodes")
+    p.add_argument("--unresolvable", action="append", metavar="PART[=MESSAGE]", help="FailedAndUnresolvableNodes")
+    p.add_argument("--score", action="append", metavar="PART=0..10")
     p.add_argument("--misbehave", action="append", metavar="VERB=garbage|sleep:S|status:CODE|error:MSG")
     p.add_argument("--kubeconfig", default="", help="to bind with (the bind verb)")
     p.add_argument("--tls-cert", default="")
