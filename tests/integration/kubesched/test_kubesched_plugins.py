@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -49,8 +50,10 @@ def failed_scheduling(api_client, namespace: str, name: str) -> list[str]:
 
 def test_the_example_plugin_installed_with_pip_is_enabled_by_name(
         plugin_site, nodes, core_v1, api_client, namespace, run_kubesched, kubesched_cli, tmp_path):
+    source = tmp_path / "example"  # a copy: pip's build leaves an egg-info beside the sources
+    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("*.egg-info", "build", "__pycache__"))
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-                          str(plugin_site), str(EXAMPLE)], capture_output=True, text=True, timeout=300, check=False)
+                          str(plugin_site), str(source)], capture_output=True, text=True, timeout=300, check=False)
     assert pip.returncode == 0, pip.stderr
     prefix = f"mx{uuid.uuid4().hex[:4]}-"
     names = {}

@@ -5,6 +5,7 @@ explained when unknown or broken, and guarded so a plugin that raises fails one 
 from __future__ import annotations
 
 import random
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -83,7 +84,9 @@ def install(site: Path, dist: str, entry_points: dict[str, str], modules: dict[s
 def site(tmp_path, monkeypatch):
     """A site directory on sys.path holding the example's and the test's distributions."""
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.syspath_prepend(str(EXAMPLE))
+    # A copy: a build of the example leaves an egg-info beside its sources, a second distribution.
+    shutil.copytree(EXAMPLE / "kubesched_plugin_example", tmp_path / "kubesched_plugin_example",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     install(tmp_path, "kubesched_plugin_example", {"Maintenance": "kubesched_plugin_example.maintenance:Maintenance"},
             {})
     install(tmp_path, "raising_plugin", {"Raising": "raising_plugin:Raising",
