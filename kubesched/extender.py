@@ -22,7 +22,6 @@ from typing import Any, Callable
 import urllib3
 
 from kubesched import jsoncodec, klog
-from kubesched.config.types import ExtenderConfig
 from kubesched.framework.interface import MAX_NODE_SCORE, Code, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 
@@ -116,7 +115,7 @@ def _field(obj: dict, name: str) -> Any:
 # One extender
 # ---------------------------------------------------------------------------------------------
 
-def _ssl_context(cfg: ExtenderConfig) -> ssl.SSLContext | None:
+def _ssl_context(cfg: Any) -> ssl.SSLContext | None:
     """restclient.TLSConfigFor for the extender's tlsConfig (makeTransport): HTTPS without a CA
     skips verification, as upstream does."""
     tls = cfg.tls_config
@@ -162,7 +161,8 @@ def _load_client_cert(context: ssl.SSLContext, tls: Any) -> None:
 class HTTPExtender:
     """One configured extender (upstream HTTPExtender)."""
 
-    def __init__(self, cfg: ExtenderConfig):
+    def __init__(self, cfg: Any):
+        """cfg: a config.types.ExtenderConfig (duck-typed: configuration imports nothing from here)."""
         self.url_prefix = cfg.url_prefix
         self.filter_verb = cfg.filter_verb
         self.prioritize_verb = cfg.prioritize_verb
@@ -344,7 +344,7 @@ def _transport_error(err: BaseException, url: str) -> str:
 # The extenders of one scheduler, as schedule_one.go calls them
 # ---------------------------------------------------------------------------------------------
 
-def build_extenders(configs: list[ExtenderConfig]) -> list[HTTPExtender]:
+def build_extenders(configs: list[Any]) -> list[HTTPExtender]:
     """HTTPExtender per entry, ignorable ones last (upstream buildExtenders)."""
     extenders = [HTTPExtender(c) for c in configs]
     return [e for e in extenders if not e.ignorable] + [e for e in extenders if e.ignorable]

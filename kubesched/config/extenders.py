@@ -32,7 +32,7 @@ def _pem(raw: dict, key: str, path: str) -> bytes:
 
 def parse_extenders(raw_extenders: list[dict]) -> list[ExtenderConfig]:
     """ExtenderConfig per entry (already strictly decoded); ExtenderConfigError names the field."""
-    from kubesched.plugins.helper import qualified_name_error
+    from kubesched.plugins.helper.selectors import qualified_name_error
 
     extenders = []
     binders = 0

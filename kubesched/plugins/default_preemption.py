@@ -34,7 +34,8 @@ from kubesched import metrics
 from kubesched.framework.fit_error import Diagnosis, FitError, NodeToStatus
 from kubesched.framework.interface import Code, PluginArgsError, Status, is_success
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import SelectorError, args_dict, check_known_fields, int_arg, label_selector
+from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
+from kubesched.plugins.helper.selectors import SelectorError, label_selector
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -221,15 +222,13 @@ class DefaultPreemption:
     def call_extenders(self, extenders: list[Any], pod: PodInfo, candidates: list[Candidate]
                        ) -> tuple[list[Candidate], Status | None]:
         """Extenders with a preemptVerb narrow the candidates and their victims (callExtenders)."""
-        from kubesched.extender import ExtenderError
-
         victims = {c.name: (c.victims, c.num_pdb_violations) for c in candidates}
         for extender in extenders:
             if not extender.supports_preemption() or not extender.is_interested(pod):
                 continue
             try:
                 narrowed = extender.process_preemption(pod, victims, self.handle.snapshot().get)
-            except ExtenderError as err:
+            except Exception as err:  # noqa: BLE001 - an extender's failure (ExtenderError) or bad answer
                 if extender.is_ignorable():
                     continue
                 return [], Status(Code.ERROR, str(err), error=err)

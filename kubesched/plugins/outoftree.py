@@ -14,36 +14,16 @@ or a lost pod (see docs/plugins.md).
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any, Callable
 
 from kubesched import klog
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
-
-ENTRY_POINT_GROUP = "kubesched.plugins"
-HOW_TO_REGISTER = (f'declare it in a distribution\'s pyproject.toml under [project.entry-points."{ENTRY_POINT_GROUP}"] '
-                   '(Name = "package.module:Class"), pip install it into kubesched\'s environment, and see '
-                   "docs/plugins.md")
+from kubesched.plugins.entrypoints import describe, entry_points
 
 
 class PluginLoadError(RuntimeError):
     """An installed entry point that cannot give a plugin class."""
-
-
-def entry_points() -> list[Any]:
-    """The installed entry points of the group, without importing them."""
-    from importlib import metadata
-
-    if sys.version_info >= (3, 10):
-        return list(metadata.entry_points(group=ENTRY_POINT_GROUP))
-    return list(metadata.entry_points().get(ENTRY_POINT_GROUP, ()))  # pragma: no cover - Python 3.9
-
-
-def _describe(ep: Any) -> str:
-    dist = getattr(ep, "dist", None)
-    where = f" from {dist.name} {dist.version}" if dist is not None else ""
-    return f"{ep.name} = {ep.value}{where}"
 
 
 def _broken(name: str, message: str) -> type:
@@ -62,21 +42,21 @@ def load_out_of_tree_plugins(in_tree: dict[str, type]) -> dict[str, type]:
     for ep in entry_points():
         name = ep.name
         if name in in_tree:
-            plugins.setdefault(f"{name} (entry point)", _broken(name, f"entry point {_describe(ep)} has the name of "
+            plugins.setdefault(f"{name} (entry point)", _broken(name, f"entry point {describe(ep)} has the name of "
                                                                        "an in-tree plugin; rename it"))
             continue
         try:
             cls = ep.load()
         except Exception as err:  # noqa: BLE001 - any import failure is reported when the plugin is enabled
-            plugins[name] = _broken(name, f"entry point {_describe(ep)} cannot be imported: "
+            plugins[name] = _broken(name, f"entry point {describe(ep)} cannot be imported: "
                                           f"{type(err).__name__}: {err}")
             continue
         if not isinstance(cls, type):
-            plugins[name] = _broken(name, f"entry point {_describe(ep)} is not a class")
+            plugins[name] = _broken(name, f"entry point {describe(ep)} is not a class")
             continue
         own_name = getattr(cls, "name", None)
         if own_name != name:
-            plugins[name] = _broken(name, f"entry point {_describe(ep)} names class {cls.__name__} whose name "
+            plugins[name] = _broken(name, f"entry point {describe(ep)} names class {cls.__name__} whose name "
                                           f"attribute is {own_name!r}; set name = {name!r} on the class")
             continue
         plugins[name] = guarded(cls)
@@ -96,16 +76,6 @@ def full_registry() -> dict[str, type]:
         if _registry is None:
             _registry = load_out_of_tree_plugins(REGISTRY)
         return {**REGISTRY, **_registry}
-
-
-def unknown_plugin_message(name: str, registry: dict[str, type]) -> str:
-    """What to say about a plugin name nobody provides."""
-    from kubesched.plugins.registry import REGISTRY
-
-    installed = sorted(_describe(ep) for ep in entry_points())
-    return (f"unknown plugin {name!r}; in-tree plugins: {', '.join(sorted(REGISTRY))}; out-of-tree plugins "
-            f"(entry points in group {ENTRY_POINT_GROUP}): {', '.join(installed) or 'none installed'}. "
-            f"To add {name!r}, {HOW_TO_REGISTER}")
 
 
 # ---------------------------------------------------------------------------------------------
