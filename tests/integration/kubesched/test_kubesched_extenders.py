@@ -82,11 +82,13 @@ def run_scheduler(lab_kubeconfig, tmp_path, run_kubesched):
         proc = subprocess.Popen([str(KUBE_SCHEDULER), "--config", str(path), "--secure-port", "0", "-v=2"],
                                 stdout=open(log, "w"), stderr=subprocess.STDOUT)
         upstream.append(proc)
-        # Its informers are synced once it logs so; no health port without a secure port.
-        wait_for(lambda: "Caches are synced" in log.read_text() or proc.poll() is not None, 30,
-                 what="kube-scheduler to sync its caches")
+        # No health port without a secure port: its pod and node informers say when they listed.
+        wait_for(lambda: proc.poll() is not None or all(f'"Caches populated" type="*v1.{kind}"' in log.read_text()
+                                                        for kind in ("Pod", "Node")), 30,
+                 what="kube-scheduler to list pods and nodes")
         if proc.poll() is not None:
             pytest.fail(f"kube-scheduler exited: {log.read_text()[-2000:]}", pytrace=False)
+        time.sleep(1)  # the scheduling loop starts once every informer synced
 
     yield start
     for proc in upstream:
@@ -139,30 +141,12 @@ def outcome(core_v1, namespace: str, name: str, timeout: float = 30.0) -> dict:
     return wait_for(decided, timeout, what=f"{namespace}/{name} bound or reported unschedulable")
 
 
-def fresh_namespace(core_v1, created: list[str]) -> str:
-    name = f"t-extenders-{uuid.uuid4().hex[:6]}"
-    core_v1.create_namespace({"metadata": {"name": name, "labels": {"kubesched.io/test": "true"}}},
-                             _preload_content=False)
-    created.append(name)
-    return name
-
-
-@pytest.fixture
-def namespaces(core_v1):
-    created: list[str] = []
-    yield lambda: fresh_namespace(core_v1, created)
-    from conftest import _remove_namespace
-
-    for name in created:
-        _remove_namespace(core_v1, name)
-
-
 def requests_of(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def test_extender_filters_prioritizes_and_binds_over_tls_as_kube_scheduler_does(
-        nodes, core_v1, api_client, lab_kubeconfig, tmp_path, extender_process, run_scheduler, namespaces):
+        nodes, core_v1, api_client, lab_kubeconfig, tmp_path, extender_process, run_scheduler, namespace):
     names = {}
     for part in ("alpha", "bravo", "charlie", "delta"):
         [names[part]] = settle_taints(core_v1, nodes(1, prefix=f"x{uuid.uuid4().hex[:4]}-{part}-", zones=0,
@@ -177,15 +161,14 @@ def test_extender_filters_prioritizes_and_binds_over_tls_as_kube_scheduler_does(
     for kind in SCHEDULERS:
         scheduler = f"ext-{kind}-{uuid.uuid4().hex[:4]}"
         run_scheduler(kind, scheduler, extenders)
-        namespace = namespaces()
-        core_v1.create_namespaced_pod(namespace, pod("best", scheduler, nodeSelector={"extender-test": "yes"}),
+        core_v1.create_namespaced_pod(namespace, pod(f"{kind}-best", scheduler, nodeSelector={"extender-test": "yes"}),
                                       _preload_content=False)
-        best = outcome(core_v1, namespace, "best")
-        core_v1.create_namespaced_pod(namespace, pod("nowhere", scheduler, affinity={"nodeAffinity": {
+        best = outcome(core_v1, namespace, f"{kind}-best")
+        core_v1.create_namespaced_pod(namespace, pod(f"{kind}-nowhere", scheduler, affinity={"nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
                 {"key": "part", "operator": "In", "values": ["bravo", "charlie"]}]}]}}}), _preload_content=False)
-        nowhere = outcome(core_v1, namespace, "nowhere")
-        notes = [(e["reason"], e.get("note")) for e in events_for(api_client, namespace, "best")]
+        nowhere = outcome(core_v1, namespace, f"{kind}-nowhere")
+        notes = [(e["reason"], e.get("note")) for e in events_for(api_client, namespace, f"{kind}-best")]
         results[kind] = {"best": best["node"], "bound_by": best["annotations"].get("kubesched.io/bound-by"),
                          "scheduled": notes, "nowhere": nowhere["message"]}
     upstream, ours = results["kube-scheduler"], results["kubesched"]
@@ -204,7 +187,7 @@ def test_extender_filters_prioritizes_and_binds_over_tls_as_kube_scheduler_does(
 
 @pytest.mark.parametrize("misbehaviour", ["garbage", "timeout"])
 def test_a_failing_extender_fails_its_pods_with_kube_schedulers_error_and_others_schedule(
-        misbehaviour, nodes, core_v1, api_client, extender_process, run_scheduler, namespaces):
+        misbehaviour, nodes, core_v1, api_client, extender_process, run_scheduler, namespace):
     settle_taints(core_v1, nodes(2, zones=0))
     rule = "filter=garbage" if misbehaviour == "garbage" else "filter=sleep:3"
     url, log = extender_process("--misbehave", rule)
@@ -216,16 +199,14 @@ def test_a_failing_extender_fails_its_pods_with_kube_schedulers_error_and_others
     for kind in SCHEDULERS:
         scheduler = f"bad-{kind}-{uuid.uuid4().hex[:4]}"
         run_scheduler(kind, scheduler, extenders)
-        namespace = namespaces()
-        core_v1.create_namespaced_pod(namespace, pod("managed", scheduler, resources={
+        core_v1.create_namespaced_pod(namespace, pod(f"{kind}-managed", scheduler, resources={
             "requests": {"example.com/accelerator": "1"}, "limits": {"example.com/accelerator": "1"}}),
             _preload_content=False)
-        core_v1.create_namespaced_pod(namespace, pod("plain", scheduler), _preload_content=False)
-        managed = outcome(core_v1, namespace, "managed")
-        plain = outcome(core_v1, namespace, "plain")
+        core_v1.create_namespaced_pod(namespace, pod(f"{kind}-plain", scheduler), _preload_content=False)
+        managed = outcome(core_v1, namespace, f"{kind}-managed")
+        plain = outcome(core_v1, namespace, f"{kind}-plain")
         # Retried, not dropped: the extender sees a second attempt (after a 1s backoff).
-        wait_for(lambda ns=namespace: len([r for r in requests_of(log) if r["namespace"] == ns
-                                           and r["pod"] == "managed"]) >= 2, 30,
+        wait_for(lambda k=kind: len([r for r in requests_of(log) if r["pod"] == f"{k}-managed"]) >= 2, 30,
                  what=f"{kind} to retry the managed pod")
         results[kind] = {"managed": managed, "plain": plain["node"]}
     upstream, ours = results["kube-scheduler"], results["kubesched"]
@@ -238,7 +219,7 @@ def test_a_failing_extender_fails_its_pods_with_kube_schedulers_error_and_others
 
 
 def test_an_ignorable_failing_extender_is_skipped_as_kube_scheduler_skips_it(
-        nodes, core_v1, extender_process, run_scheduler, namespaces):
+        nodes, core_v1, extender_process, run_scheduler, namespace):
     settle_taints(core_v1, nodes(2, zones=0))
     url, log = extender_process("--misbehave", "filter=status:500", "--misbehave", "prioritize=garbage")
     extenders = [{"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 1,
@@ -246,9 +227,8 @@ def test_an_ignorable_failing_extender_is_skipped_as_kube_scheduler_skips_it(
     for kind in SCHEDULERS:
         scheduler = f"ign-{kind}-{uuid.uuid4().hex[:4]}"
         run_scheduler(kind, scheduler, extenders)
-        namespace = namespaces()
-        core_v1.create_namespaced_pod(namespace, pod("p", scheduler), _preload_content=False)
-        assert outcome(core_v1, namespace, "p")["node"], f"{kind} did not schedule past the ignorable extender"
+        core_v1.create_namespaced_pod(namespace, pod(f"{kind}-p", scheduler), _preload_content=False)
+        assert outcome(core_v1, namespace, f"{kind}-p")["node"], f"{kind} did not schedule past the ignorable extender"
     assert {r["verb"] for r in requests_of(log)} == {"filter", "prioritize"}
 
 
@@ -267,4 +247,4 @@ def test_two_bind_extenders_are_refused_by_both_schedulers(tmp_path, lab_kubecon
                               text=True, timeout=60, cwd=ROOT, check=False)
     assert upstream.returncode != 0
     assert 'extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind' \
-        in upstream.stderr
+        in upstream.stderr.replace('\\"', '"')  # klog quotes the error
