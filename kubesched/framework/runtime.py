@@ -490,6 +490,8 @@ class Framework:
         """Upstream RunPermitPlugins: (status, plugin -> wait seconds). A plugin's permit
         returns a Status or (Status, timeout seconds); Wait from any plugin and a rejection
         from none gives a Wait status, and the caller makes the pod a waiting pod."""
+        if not self.permit_plugins:
+            return None, {}  # hot path: the default profile has no Permit plugin
         start = time.perf_counter()
         wait_status: Status | None = None
         wait_times: dict[str, float] = {}

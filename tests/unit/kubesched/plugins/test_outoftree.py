@@ -15,6 +15,7 @@ from kubesched_fakes import FakeClient, node_raw, pod_raw
 
 from kubesched.config import ConfigError, parse_config
 from kubesched.plugins import outoftree
+from kubesched.plugins.entrypoints import entry_points
 from kubesched.scheduler import Scheduler
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "kubesched-plugin-example" / "src"
@@ -93,8 +94,10 @@ def site(tmp_path, monkeypatch):
                                          "Broken": "missing_module:Thing",
                                          "Misnamed": "raising_plugin:Raising"}, {"raising_plugin.py": RAISING})
     monkeypatch.setattr(outoftree, "_registry", None)
+    entry_points.cache_clear()
     yield tmp_path
     outoftree._registry = None
+    entry_points.cache_clear()
     for name in ("raising_plugin", "kubesched_plugin_example", "kubesched_plugin_example.maintenance"):
         sys.modules.pop(name, None)
 
