@@ -144,7 +144,7 @@ def handler_for(extender: Extender):
     return Handler
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--reject", action="append", metavar="PART[=MESSAGE]", help="FailedNodes")
@@ -155,7 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tls-cert", default="")
     p.add_argument("--tls-key", default="")
     p.add_argument("--log", default="")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(Extender(args)))
     server.daemon_threads = True
     if args.tls_cert:

@@ -5,11 +5,8 @@ tests/integration/kubesched/test_kubesched_extenders.py; here are the edge cases
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import socket
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -28,38 +25,6 @@ from kubesched.extender import (
 )
 from kubesched.framework.interface import Code
 from kubesched.framework.types import NodeInfo, PodInfo
-
-SERVER = Path(__file__).resolve().parents[3] / "tests" / "integration" / "kubesched" / "extender_server.py"
-_spec = importlib.util.spec_from_file_location("extender_server", SERVER)
-extender_server = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(extender_server)
-
-
-@pytest.fixture
-def serve(tmp_path):
-    """serve(*cli_args) -> (url, log path): the test extender on a free port, stopped after the test."""
-    servers = []
-
-    def start(*args: str) -> tuple[str, Path]:
-        log = tmp_path / f"requests-{len(servers)}.jsonl"
-        parsed = extender_server.argparse.ArgumentParser()
-        parsed.add_argument("--reject", action="append")
-        parsed.add_argument("--unresolvable", action="append")
-        parsed.add_argument("--score", action="append")
-        parsed.add_argument("--misbehave", action="append")
-        parsed.add_argument("--kubeconfig", default="")
-        parsed.add_argument("--log", default=str(log))
-        server = ThreadingHTTPServer(("127.0.0.1", 0), extender_server.handler_for(
-            extender_server.Extender(parsed.parse_args(list(args)))))
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_port}", log
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
 
 
 def requests_of(log: Path) -> list[dict]:
