@@ -1,6 +1,7 @@
 """Scheduler extenders against the lab: the same real HTTP extender process (extender_server.py)
 driven by the pinned kube-scheduler and by kubesched in the same test, with the same nodes
-and pods; placement, binding by the extender and the FailedScheduling text must agree.
+and pods; placement, binding by the extender, the victims the preempt verb leaves and the
+FailedScheduling text must agree.
 
 Bad extenders too: one that answers garbage or times out fails the pods it is interested in
 with kube-scheduler's error (and they are retried) while other pods schedule; an ignorable one
@@ -248,3 +249,51 @@ def test_two_bind_extenders_are_refused_by_both_schedulers(tmp_path, lab_kubecon
     assert upstream.returncode != 0
     assert 'extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind' \
         in upstream.stderr.replace('\\"', '"')  # klog quotes the error
+
+
+def test_preempt_verb_narrows_the_victims_as_kube_scheduler_does(
+        nodes, core_v1, api_client, extender_process, run_scheduler, namespace):
+    from kubernetes import client
+
+    names = {}
+    for part in ("alpha", "bravo"):
+        [names[part]] = settle_taints(core_v1, nodes(1, prefix=f"p{uuid.uuid4().hex[:4]}-{part}-", zones=0, cpu="2"))
+    url, log = extender_process("--reject", "bravo")  # the preempt verb keeps only alpha's victims
+    extenders = [{"urlPrefix": url, "preemptVerb": "preempt"}]
+    scheduling = client.SchedulingV1Api(api_client)
+    classes = {f"ext-low-{uuid.uuid4().hex[:4]}": 10, f"ext-high-{uuid.uuid4().hex[:4]}": 100000}
+    low, high = list(classes)
+    for class_name, value in classes.items():
+        scheduling.create_priority_class({"metadata": {"name": class_name}, "value": value}, _preload_content=False)
+    cpu = {"requests": {"cpu": "1500m"}}
+    results = {}
+    try:
+        for kind in SCHEDULERS:
+            scheduler = f"pre-{kind}-{uuid.uuid4().hex[:4]}"
+            run_scheduler(kind, scheduler, extenders)
+            for part, node in names.items():  # victims placed directly, the same for both schedulers
+                core_v1.create_namespaced_pod(namespace, pod(f"{kind}-victim-{part}", scheduler, nodeName=node,
+                                                             priorityClassName=low, resources=cpu),
+                                              _preload_content=False)
+            core_v1.create_namespaced_pod(namespace, pod(f"{kind}-preemptor", scheduler, priorityClassName=high,
+                                                         resources=cpu), _preload_content=False)
+            node = wait_for(lambda k=kind: outcome(core_v1, namespace, f"{k}-preemptor", 60)["node"], 60,
+                            what=f"{kind}'s preemptor bound")
+            left = sorted(p["metadata"]["name"] for p in json.loads(core_v1.list_namespaced_pod(
+                namespace, _preload_content=False).data)["items"] if p["metadata"]["name"].startswith(f"{kind}-victim"))
+            results[kind] = {"node": node, "victims_left": [n.rsplit("-", 1)[1] for n in left]}
+            for name in left:
+                core_v1.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _preload_content=False)
+            core_v1.delete_namespaced_pod(f"{kind}-preemptor", namespace, grace_period_seconds=0,
+                                          _preload_content=False)
+            wait_for(lambda k=kind: not [p for p in json.loads(core_v1.list_namespaced_pod(
+                namespace, _preload_content=False).data)["items"] if p["metadata"]["name"].startswith(k)], 30,
+                what=f"{kind}'s pods gone")
+    finally:
+        for class_name in classes:
+            scheduling.delete_priority_class(class_name, _preload_content=False)
+    assert results["kube-scheduler"] == {"node": names["alpha"], "victims_left": ["bravo"]}
+    assert results["kubesched"] == results["kube-scheduler"]
+    sent = [r for r in requests_of(log) if r["verb"] == "preempt"]
+    assert {r["pod"] for r in sent} == {"kube-scheduler-preemptor", "kubesched-preemptor"}
+    assert all(r["victim_nodes"] == sorted(names.values()) for r in sent)
