@@ -95,15 +95,16 @@ class PluginError(RuntimeError):
 
 
 class _Reporter:
-    """Logs a plugin's failure once per extension point and pod, not once per node."""
+    """Logs a plugin's failure once per extension point and scheduling attempt (one cycle
+    state), not once per node."""
 
     def __init__(self, plugin: str):
         self.plugin = plugin
-        self.last: tuple[str, str] | None = None
+        self.last: tuple[str, str, int] | None = None
 
-    def __call__(self, point: str, pod: Any, err: BaseException) -> str:
+    def __call__(self, point: str, pod: Any, err: BaseException, state: Any = None) -> str:
         message = f'plugin "{self.plugin}" failed in {point}: {type(err).__name__}: {err}'
-        key = (point, getattr(pod, "uid", ""))
+        key = (point, getattr(pod, "uid", ""), id(state))
         if key != self.last:
             self.last = key
             klog.error("Out-of-tree plugin raised", plugin=self.plugin, extensionPoint=point,
@@ -130,28 +131,28 @@ def _wrap(point: str, method: Callable[..., Any], report: _Reporter, plugin: str
             try:
                 return _status_or_error(point, method(*args), plugin)
             except Exception as err:  # noqa: BLE001 - a plugin bug fails this pod, not the scheduler
-                return Status(Code.ERROR, report(point, pod_of(args), err), plugin=plugin, error=err)
+                return Status(Code.ERROR, report(point, pod_of(args), err, args[0] if args else None), plugin=plugin, error=err)
         return call
     if point == "pre_filter":
         def pre_filter(*args: Any) -> Any:
             try:
                 return method(*args)
             except Exception as err:  # noqa: BLE001
-                return None, Status(Code.ERROR, report(point, pod_of(args), err), plugin=plugin, error=err)
+                return None, Status(Code.ERROR, report(point, pod_of(args), err, args[0] if args else None), plugin=plugin, error=err)
         return pre_filter
     if point == "post_filter":
         def post_filter(*args: Any) -> Any:
             try:
                 return method(*args)
             except Exception as err:  # noqa: BLE001
-                return None, Status(Code.ERROR, report(point, pod_of(args), err), plugin=plugin, error=err)
+                return None, Status(Code.ERROR, report(point, pod_of(args), err, args[0] if args else None), plugin=plugin, error=err)
         return post_filter
     if point == "filter_nodes":
         def filter_nodes(state: Any, pod: Any, nodes: list) -> Any:
             try:
                 return method(state, pod, nodes)
             except Exception as err:  # noqa: BLE001
-                failed = Status(Code.ERROR, report(point, pod, err), plugin=plugin, error=err)
+                failed = Status(Code.ERROR, report(point, pod, err, state), plugin=plugin, error=err)
                 return [failed] * len(nodes)
         return filter_nodes
     if point in ("unreserve", "post_bind"):
@@ -159,7 +160,7 @@ def _wrap(point: str, method: Callable[..., Any], report: _Reporter, plugin: str
             try:
                 method(*args)
             except Exception as err:  # noqa: BLE001 - nothing to fail any more; say so
-                report(point, pod_of(args), err)
+                report(point, pod_of(args), err, args[0] if args else None)
         return notify
     if point == "less":
         def less(a: Any, b: Any) -> bool:
@@ -191,7 +192,7 @@ def _wrap(point: str, method: Callable[..., Any], report: _Reporter, plugin: str
         try:
             return method(*args)
         except Exception as err:  # noqa: BLE001
-            raise PluginError(report(point, pod_of(args), err)) from err
+            raise PluginError(report(point, pod_of(args), err, args[0] if args else None)) from err
     return call_or_raise
 
 

@@ -88,17 +88,18 @@ def test_the_example_plugin_installed_with_pip_is_enabled_by_name(
     assert '[project.entry-points."kubesched.plugins"]' in err
 
 
-def install_permit_gate(site: Path) -> None:
-    (site / "permit_gate.py").write_text((PLUGINS / "permit_gate.py").read_text())
-    info = site / "permit_gate-1.0.dist-info"
+def install_test_plugin(site: Path, module: str, plugin: str) -> None:
+    """plugins/<module>.py with a dist-info declaring its entry point, as pip would leave it."""
+    (site / f"{module}.py").write_text((PLUGINS / f"{module}.py").read_text())
+    info = site / f"{module}-1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: permit-gate\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[kubesched.plugins]\nPermitGate = permit_gate:PermitGate\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[kubesched.plugins]\n{plugin} = {module}:{plugin}\n")
 
 
 def test_waiting_pods_are_allowed_rejected_and_timed_out_without_blocking_others(
         plugin_site, nodes, core_v1, api_client, namespace, run_kubesched):
-    install_permit_gate(plugin_site)
+    install_test_plugin(plugin_site, "permit_gate", "PermitGate")
     [node] = settle_taints(core_v1, nodes(1, zones=0))
     scheduler = f"permit-{uuid.uuid4().hex[:4]}"
     sched = run_kubesched({"profiles": [{"schedulerName": scheduler,
@@ -133,4 +134,30 @@ def test_waiting_pods_are_allowed_rejected_and_timed_out_without_blocking_others
                     what="the once-rejected pod bound after a retry") == node
     assert (sched.metric("scheduler_permit_wait_duration_seconds_count", {"result": "Success"}) or 0) >= 2
     assert (sched.metric("scheduler_permit_wait_duration_seconds_count", {"result": "Unschedulable"}) or 0) >= 2
+    assert sched.alive()
+
+
+@pytest.mark.parametrize("point", ["filter", "score", "reserve", "permit", "preBind"])
+def test_a_plugin_that_raises_fails_its_pod_and_nothing_else(
+        point, plugin_site, nodes, core_v1, api_client, namespace, run_kubesched):
+    install_test_plugin(plugin_site, "raising", "Raising")
+    settle_taints(core_v1, nodes(2, zones=0))
+    scheduler = f"raising-{uuid.uuid4().hex[:4]}"
+    sched = run_kubesched({"profiles": [{"schedulerName": scheduler,
+                                         "plugins": {"multiPoint": {"enabled": [{"name": "Raising"}]}}}]})
+    core_v1.create_namespaced_pod(namespace, pod("buggy", scheduler, labels={"raise-in": point}),
+                                  _preload_content=False)
+    core_v1.create_namespaced_pod(namespace, pod("plain", scheduler), _preload_content=False)
+    assert wait_for(lambda: read(core_v1, namespace, "plain")["spec"].get("nodeName"), 15, what="plain bound")
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in point)
+    # An error status, retried with backoff: the same FailedScheduling again, the pod still Pending.
+    notes = wait_for(lambda: [n for n in failed_scheduling(api_client, namespace, "buggy")] or None, 15,
+                     what="FailedScheduling for the buggy pod")
+    assert f'plugin "Raising" failed in {snake}: ZeroDivisionError: a bug in {point}' in notes[0]
+    buggy = read(core_v1, namespace, "buggy")
+    assert not buggy["spec"].get("nodeName")
+    condition = next(c for c in buggy["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert condition["reason"] == "SchedulerError"
+    wait_for(lambda: sched.log().count(f'"Out-of-tree plugin raised" plugin="Raising" extensionPoint="{snake}"') >= 2,
+             20, what="a second, logged attempt")
     assert sched.alive()
