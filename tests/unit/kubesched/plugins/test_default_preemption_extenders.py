@@ -1,5 +1,6 @@
-"""DefaultPreemption asks extenders with a preemptVerb about its candidates (upstream
-callExtenders): the test extender keeps or drops candidate nodes, answering with meta victims."""
+"""DefaultPreemption with extenders (upstream callExtenders: the test extender keeps or drops
+candidate nodes, answering with meta victims) and with a victim waiting in Permit (preempted
+in memory, as upstream's executor does, instead of deleted)."""
 
 import json
 
@@ -64,3 +65,23 @@ def test_an_extender_that_drops_every_candidate_leaves_none(serve):
     assert nominated is None and status.code == Code.UNSCHEDULABLE
     assert status.message() == "preemption: no candidate node for preemption"
     assert not [c for c in handle.client.calls if c[0] == "delete"]
+
+
+def test_a_waiting_victim_is_preempted_in_memory_not_deleted():
+    from kubesched.framework.waiting_pods import WaitingPod, permit_outcome
+
+    plugin, handle = setup([])
+    victim = handle.snapshot().get("keep").pods["uid-keep"]
+    waiting = {"uid-keep": WaitingPod(victim, {"Gang": 30})}
+    handle.get_waiting_pod = waiting.get
+    state = CycleState()
+    pod = make_pod("hi", priority=10, reqs=[{"cpu": "1"}])
+    assert handle.run_pre_filters(state, pod) is None
+    statuses = {"keep": handle.run_filter_plugins_with_nominated_pods(state, pod, handle.snapshot().get("keep"))}
+    nominated, status = plugin.post_filter(state, pod, statuses)
+    assert (nominated, status.code) == ("keep", Code.SUCCESS)
+    assert not [c for c in handle.client.calls if c[0] == "delete"]
+    outcome = permit_outcome(waiting["uid-keep"].status())
+    assert (outcome.code, outcome.message()) == (Code.ERROR, "waiting on permit for pod: preempted")
+    assert [e[2] for e in handle.event_recorder.events] == ["Preempted"]
+    assert handle.event_recorder.events[0][4].endswith("on node keep (in kube-scheduler memory).")
