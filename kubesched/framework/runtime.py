@@ -506,7 +506,8 @@ class Framework:
                 if status.is_rejected():
                     return status, {}
                 if status.code == Code.WAIT:
-                    wait_times[plugin.name] = min(float(timeout or 0.0), MAX_PERMIT_TIMEOUT)
+                    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout or 0)
+                    wait_times[plugin.name] = min(seconds, MAX_PERMIT_TIMEOUT)
                     wait_status = status
                     continue
                 status = Status(Code.ERROR, f'running Permit plugin "{plugin.name}": {status.message()}',

@@ -4,6 +4,7 @@ scheduler's binding cycle resuming without holding a thread while a pod waits.""
 
 from __future__ import annotations
 
+import datetime
 import random
 import threading
 import time
@@ -170,6 +171,8 @@ def test_permit_rejection_and_timeout_cap(fake_registry):
     assert ("FailedScheduling", "0/1 nodes are available: 1 gate closed.") in events(sched)
     status, wait = fwk.run_permit_plugins(None, pod("x", labels={"gate": "wait"}), "n1")
     assert status.code == Code.WAIT and wait == {"FakeGate": MAX_PERMIT_TIMEOUT}
+    fwk.plugins["FakeGate"].timeout = datetime.timedelta(seconds=90)
+    assert fwk.run_permit_plugins(None, pod("y", labels={"gate": "wait"}), "n1")[1] == {"FakeGate": 90.0}
     assert status.message() == "one or more plugins asked to wait and no plugin rejected pod"
 
 
