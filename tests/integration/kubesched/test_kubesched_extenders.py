@@ -186,11 +186,11 @@ def test_extender_filters_prioritizes_and_binds_over_tls_as_kube_scheduler_does(
     assert sorted(r["bind_node"] for r in sent if r["verb"] == "bind") == [names["delta"]] * 2
 
 
-@pytest.mark.parametrize("misbehaviour", ["garbage", "timeout"])
+@pytest.mark.parametrize("misbehaviour", ["garbage", "timeout", "status 500"])
 def test_a_failing_extender_fails_its_pods_with_kube_schedulers_error_and_others_schedule(
         misbehaviour, nodes, core_v1, api_client, extender_process, run_scheduler, namespace):
     settle_taints(core_v1, nodes(2, zones=0))
-    rule = "filter=garbage" if misbehaviour == "garbage" else "filter=sleep:3"
+    rule = {"garbage": "filter=garbage", "timeout": "filter=sleep:3", "status 500": "filter=status:500"}[misbehaviour]
     url, log = extender_process("--misbehave", rule)
     # Only pods asking for example.com/accelerator reach the extender; the scheduler ignores the
     # resource itself (ignoredByScheduler), so NodeResourcesFit does not reject them first.
@@ -213,8 +213,10 @@ def test_a_failing_extender_fails_its_pods_with_kube_schedulers_error_and_others
     upstream, ours = results["kube-scheduler"], results["kubesched"]
     assert ours["plain"] and upstream["plain"]  # the scheduler kept going
     assert not ours["managed"]["node"] and not upstream["managed"]["node"]
-    expected = ("invalid character '<' looking for beginning of value" if misbehaviour == "garbage" else
-                f'Post "{url}/filter": context deadline exceeded (Client.Timeout exceeded while awaiting headers)')
+    expected = {"garbage": "invalid character '<' looking for beginning of value",
+                "timeout": f'Post "{url}/filter": context deadline exceeded (Client.Timeout exceeded while awaiting '
+                           "headers)",
+                "status 500": f"failed filter with extender at URL {url}/filter, code 500"}[misbehaviour]
     assert upstream["managed"]["message"] == expected
     assert ours["managed"]["message"] == expected
 
