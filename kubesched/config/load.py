@@ -87,6 +87,7 @@ _SCHEMA = {
     "delayCacheUntilActive": "bool",
 }
 
+
 def _type_name(value: Any) -> str:
     return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list",
             dict: "object"}.get(type(value), type(value).__name__)

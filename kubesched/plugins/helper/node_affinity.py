@@ -10,7 +10,6 @@ from kubesched.plugins.helper.selectors import NODE_OPERATORS, Selector, Selecto
 OBJECT_NAME_FIELD = "metadata.name"
 
 
-
 class NodeSelectorTerm:
     """One nodeSelectorTerm: matchExpressions on labels AND matchFields on metadata.name."""
 
@@ -25,7 +24,7 @@ class NodeSelectorTerm:
             if expressions:
                 self.labels = Selector(
                     requirement(e.get("key", ""), e.get("operator", ""), e.get("values"), NODE_OPERATORS,
-                                 f"{path}.matchExpressions[{i}]") for i, e in enumerate(expressions))
+                                f"{path}.matchExpressions[{i}]") for i, e in enumerate(expressions))
             match_fields = term.get("matchFields") or ()
             if match_fields:
                 fields = []

@@ -108,7 +108,7 @@ def _check_value(value: Any, path: str) -> None:
 
 
 def requirement(key: str, operator: str, values: list, operators: dict[str, int],
-                 path: str) -> tuple[str, int, Any]:
+                path: str) -> tuple[str, int, Any]:
     _check_key(key, f"{path}.key")
     op = operators.get(operator)
     if op is None:
@@ -151,5 +151,5 @@ def label_selector(selector: dict | None, path: str = "labelSelector") -> Select
         reqs.append((k, _IN, frozenset((v,))))
     for i, expr in enumerate(expressions):
         reqs.append(requirement(expr.get("key", ""), expr.get("operator", ""), expr.get("values"),
-                                 _LABEL_OPERATORS, f"{path}.matchExpressions[{i}]"))
+                                _LABEL_OPERATORS, f"{path}.matchExpressions[{i}]"))
     return Selector(reqs)

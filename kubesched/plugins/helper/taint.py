@@ -10,7 +10,6 @@ PREFER_NO_SCHEDULE = "PreferNoSchedule"
 DO_NOT_SCHEDULE_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
 
 
-
 def tolerations_tolerate_taint(tolerations: list[Toleration], taint: Taint) -> bool:
     for t in tolerations:
         if t.tolerates(taint):
