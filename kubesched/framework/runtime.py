@@ -122,8 +122,8 @@ class Framework:
                 field = f"{where}.args.{err.field}" if err.field else f"{where}.args"
                 raise FrameworkError(field, err.message) from None
             except Exception as err:  # noqa: BLE001 - an out-of-tree plugin's own bug, reported as config
-                raise FrameworkError(f"{profile.path}.plugins", f"plugin {name!r} cannot start: "
-                                                                 f"{type(err).__name__}: {err}") from None
+                raise FrameworkError(f"{profile.path}.plugins",
+                                     f"plugin {name!r} cannot start: {type(err).__name__}: {err}") from None
         points: dict[str, list[Any]] = {}
         for point in EXTENSION_POINTS:
             points[point] = self._expand(profile, point)

@@ -42,8 +42,9 @@ def load_out_of_tree_plugins(in_tree: dict[str, type]) -> dict[str, type]:
     for ep in entry_points():
         name = ep.name
         if name in in_tree:
-            plugins.setdefault(f"{name} (entry point)", _broken(name, f"entry point {describe(ep)} has the name of "
-                                                                       "an in-tree plugin; rename it"))
+            # The in-tree plugin keeps its name: a package cannot replace it unnoticed.
+            klog.warning("Ignoring an out-of-tree plugin named as an in-tree one; rename its entry point",
+                         entryPoint=describe(ep))
             continue
         try:
             cls = ep.load()
