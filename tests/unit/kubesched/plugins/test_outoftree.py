@@ -92,7 +92,8 @@ def site(tmp_path, monkeypatch):
             {})
     install(tmp_path, "raising_plugin", {"Raising": "raising_plugin:Raising",
                                          "Broken": "missing_module:Thing",
-                                         "Misnamed": "raising_plugin:Raising"}, {"raising_plugin.py": RAISING})
+                                         "Misnamed": "raising_plugin:Raising",
+                                         "NodeName": "raising_plugin:Raising"}, {"raising_plugin.py": RAISING})
     monkeypatch.setattr(outoftree, "_registry", None)
     entry_points.cache_clear()
     yield tmp_path
@@ -191,3 +192,9 @@ def test_raising_after_binding_is_logged_and_a_junk_answer_is_an_error(site):
     assert failure == 'running Permit plugin "Raising": plugin "Raising" returned str from permit; want a Status or None'
     fwk = sched.frameworks["default-scheduler"]
     assert fwk.plugins["Raising"].plugin.__class__.__name__ == "Raising"
+
+
+def test_an_entry_point_cannot_replace_an_in_tree_plugin(site):
+    from kubesched.plugins.node_name import NodeName
+
+    assert outoftree.full_registry()["NodeName"] is NodeName
