@@ -151,7 +151,7 @@ def test_a_plugin_that_raises_fails_its_pod_and_nothing_else(
     assert wait_for(lambda: read(core_v1, namespace, "plain")["spec"].get("nodeName"), 15, what="plain bound")
     snake = "".join("_" + c.lower() if c.isupper() else c for c in point)
     # An error status, retried with backoff: the same FailedScheduling again, the pod still Pending.
-    notes = wait_for(lambda: [n for n in failed_scheduling(api_client, namespace, "buggy")] or None, 15,
+    notes = wait_for(lambda: failed_scheduling(api_client, namespace, "buggy"), 15,
                      what="FailedScheduling for the buggy pod")
     assert f'plugin "Raising" failed in {snake}: ZeroDivisionError: a bug in {point}' in notes[0]
     buggy = read(core_v1, namespace, "buggy")
