@@ -133,13 +133,18 @@ def prepare(args: argparse.Namespace):
 
 def validate_frameworks(cfg: KubeSchedulerConfiguration) -> None:
     """Build every profile's plugins offline, so plugin args are validated too."""
+    from kubesched.extender import ExtenderTLSError, build_extenders
     from kubesched.framework.runtime import build_frameworks
-    from kubesched.plugins.registry import REGISTRY
+    from kubesched.plugins.outoftree import full_registry
 
     try:
-        build_frameworks(cfg.profiles, REGISTRY)
+        build_frameworks(cfg.profiles, full_registry())
     except FrameworkError as err:
         raise ConfigError(err.field, err.message, cfg.source) from None
+    try:
+        build_extenders(cfg.extenders)
+    except ExtenderTLSError as err:
+        raise ConfigError("", str(err), cfg.source) from None
 
 
 def _fail(message: str) -> int:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
 from kubesched.backend.queue import SchedulingQueue
-from kubesched.backend.trim import trim_node, trim_pod
+from kubesched.backend.trim import trim_metadata, trim_node, trim_pod
 from kubesched.backend.volumes import VolumeObjects
 from kubesched.client import ApiClient
 from kubesched.framework.interface import ActionType, ClusterEvent, EventResource, Status
@@ -86,6 +86,7 @@ class EventHandlers:
     pod_informer: Informer | None
     volumes: VolumeObjects
     volume_resources: set[str]
+    extenders: list
 
     def responsible_for(self, pod: PodInfo) -> bool:
         return pod.scheduler_name in self.frameworks
@@ -135,6 +136,8 @@ class EventHandlers:
             return
         if ((new_raw.get("spec") or {}).get("schedulerName") or "default-scheduler") not in self.frameworks:
             return
+        if self.cache.is_assumed((new_raw.get("metadata") or {}).get("uid", "")):
+            return  # binding (or waiting on Permit): the binding cycle decides its fate
         new_pod = PodInfo(new_raw)
         if is_terminal(new_raw):
             self.queue.delete(new_pod)
@@ -180,6 +183,10 @@ class EventHandlers:
             return
         if self.responsible_for(pod):
             self.queue.delete(pod)
+            # A waiting pod rejected here was assumed: its room is free again.
+            if self.frameworks[pod.scheduler_name].reject_waiting_pod(pod.uid):
+                self.queue.move_all_to_active_or_backoff(
+                    ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
 
     def _pdbs(self) -> list[dict]:
         return self.list_objects("poddisruptionbudgets")
@@ -204,12 +211,14 @@ class EventHandlers:
     def start_informers(self, stop: threading.Event) -> None:
         if self.client is None:
             raise RuntimeError("start_informers needs an API client")
+        # Extenders are sent whole pods and nodes, as kube-scheduler sends them.
+        pod_transform, node_transform = (trim_metadata, trim_metadata) if self.extenders else (trim_pod, trim_node)
         self.node_informer = Informer(self.client, "/api/v1/nodes", name="nodes", on_add=self.on_node_add,
                                       on_update=self.on_node_update, on_delete=self.on_node_delete,
-                                      page_size=500, transform=trim_node).start(stop)
+                                      page_size=500, transform=node_transform).start(stop)
         self.pod_informer = Informer(self.client, "/api/v1/pods", name="pods", on_add=self.on_pod_add,
                                      on_update=self.on_pod_update, on_delete=self.on_pod_delete,
-                                     page_size=500, transform=trim_pod).start(stop)
+                                     page_size=500, transform=pod_transform).start(stop)
         for resource, path in OBJECT_PATHS.items():
             self.object_informers[resource] = Informer(
                 self.client, path, name=resource, on_add=_ignore, on_update=_ignore_update,

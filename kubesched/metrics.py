@@ -82,6 +82,10 @@ binding_duration = Histogram(
     "scheduler_binding_duration_seconds", "Binding latency in seconds (kubesched: the API call).",
     buckets=_LATENCY_BUCKETS, registry=REGISTRY)
 
+permit_wait_duration = Histogram(
+    "scheduler_permit_wait_duration_seconds", "Duration of waiting on permit.",
+    ["result"], buckets=_LATENCY_BUCKETS, registry=REGISTRY)
+
 cache_size = Gauge(
     "scheduler_scheduler_cache_size",
     "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",

@@ -24,6 +24,7 @@ from kubesched.backend.queue import Nominator, SchedulingQueue
 from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.eventhandlers import assigned
+from kubesched.extender import EXTENDER_NAME, extender_scores, extenders_binding, find_nodes_that_pass_extenders
 from kubesched.framework.fit_error import Diagnosis, FitError, truncate_message
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, CycleState, EventResource, Status
 from kubesched.framework.snapshot import Snapshot
@@ -119,6 +120,7 @@ class SchedulingCycle:
     snapshot: Snapshot
     queue: SchedulingQueue
     frameworks: dict[str, Framework]
+    extenders: list
     next_start_node_index: int
     bind_pool: ThreadPoolExecutor
     binds_in_flight: int
@@ -177,11 +179,13 @@ class SchedulingCycle:
         self.nominator.delete_nominated_pod_if_exists(pod)
         status = fwk.run_reserve_plugins_reserve(state, assumed, host)
         if status is None:
-            status = fwk.run_permit_plugins(state, assumed, host)
-            if status is not None:
-                fwk.run_reserve_plugins_unreserve(state, assumed, host)
+            status, wait_times = fwk.run_permit_plugins(state, assumed, host)
+            if status is not None and status.code == Code.WAIT:
+                fwk.add_waiting_pod(assumed, wait_times)  # the binding cycle waits for its signal
+                status = None
         if status is None:
             return result, assumed, None
+        fwk.run_reserve_plugins_unreserve(state, assumed, host)  # as upstream's unreserveAndForget
         self.cache.forget_pod(assumed)
         if status.is_rejected():
             diagnosis = Diagnosis()
@@ -252,11 +256,19 @@ class SchedulingCycle:
             node = self.snapshot.get(pod.nominated_node_name)
             if node is not None:
                 feasible = self.find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [node])
+                if feasible and self.extenders:
+                    feasible = find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
                 if feasible:
                     return feasible, diagnosis
         feasible = self.find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes)
         processed = len(feasible) + len(diagnosis.node_to_status)
         self.next_start_node_index = (self.next_start_node_index + processed) % len(self.snapshot.node_info_list)
+        if self.extenders and feasible:
+            passed = find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
+            if len(passed) != len(feasible):
+                # Extenders register no events: any cluster event may requeue the pod.
+                diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+            feasible = passed
         return feasible, diagnosis
 
     def find_nodes_that_pass_filters(self, fwk: Framework, state: CycleState, pod: PodInfo,
@@ -268,7 +280,8 @@ class SchedulingCycle:
         percentage = fwk.percentage_of_nodes_to_score
         if percentage is None:
             percentage = self.cfg.percentage_of_nodes_to_score
-        to_find = num_feasible_nodes_to_find(percentage, num_all) if fwk.has_score_plugins() else 1
+        scoring = fwk.has_score_plugins() or any(e.is_filter() or e.is_prioritizer() for e in self.extenders)
+        to_find = num_feasible_nodes_to_find(percentage, num_all) if scoring else 1
         start_index = self.next_start_node_index
         if not fwk.has_filter_plugins():
             return [nodes[(start_index + i) % num_all] for i in range(min(to_find, num_all))]
@@ -324,21 +337,32 @@ class SchedulingCycle:
 
     def prioritize_nodes(self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
                          breakdown: dict[str, dict[str, int]] | None = None) -> list[int]:
-        if not fwk.has_score_plugins():
+        if not fwk.has_score_plugins() and not self.extenders:
             return [1] * len(nodes)
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if status is not None and not status.is_success():
             raise RuntimeError(status.message())
-        return fwk.run_score_plugins(state, pod, nodes, breakdown)
+        totals = fwk.run_score_plugins(state, pod, nodes, breakdown)
+        if self.extenders:
+            by_node = extender_scores(self.extenders, pod, nodes)
+            if by_node:
+                totals = [total + by_node.get(node.name, 0) for total, node in zip(totals, nodes)]
+                if breakdown is not None:
+                    breakdown[EXTENDER_NAME] = {node.name: by_node.get(node.name, 0) for node in nodes}
+        return totals
 
     # =========================================================================================
     # The binding cycle, on a worker thread while the next pod is scheduled
     # =========================================================================================
 
     def binding_cycle(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
-                      result: ScheduleResult, start: float) -> None:
+                      result: ScheduleResult, start: float, permit_waited: bool = False) -> None:
         host = result.suggested_host
         self.queue.done(pod.uid)
+        waiting = fwk.get_waiting_pod(pod.uid) if not permit_waited else None
+        if waiting is not None:
+            self._wait_on_permit(fwk, state, pod, assumed, result, start, waiting)
+            return
         if self.stop.is_set():
             # Leadership is gone or we are shutting down, and binds queued behind the client's
             # rate limit must not land after the lease has passed on: the next leader may have
@@ -352,7 +376,10 @@ class SchedulingCycle:
         try:
             status = fwk.run_pre_bind_plugins(state, assumed, host)
             if status is None or status.is_success():
-                status = fwk.run_bind_plugins(state, assumed, host)
+                # Extenders bind first (upstream extendersBinding), then the Bind plugins.
+                bound, status = extenders_binding(self.extenders, assumed, host) if self.extenders else (False, None)
+                if not bound:
+                    status = fwk.run_bind_plugins(state, assumed, host)
         except Exception as err:  # noqa: BLE001 - a failed bind is retried, never fatal
             status = Status(Code.ERROR, str(err), error=err)
         finally:
@@ -382,16 +409,58 @@ class SchedulingCycle:
             self.binds_in_flight -= 1
             self._binding_goroutines.set(self.binds_in_flight)
 
+    def _wait_on_permit(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
+                        result: ScheduleResult, start: float, waiting: Any) -> None:
+        """WaitOnPermit without holding a bind thread: the binding cycle resumes on a bind
+        thread once the waiting pod is allowed or rejected."""
+        host = result.suggested_host
+        # NominatedNodeNameForExpectation (on by default in v1.37): tell other components where
+        # the waiting pod is about to go.
+        if (assumed.raw.get("status") or {}).get("nominatedNodeName") != host:
+            self._submit_patch(pod, {"status": {"nominatedNodeName": host}})
+        if klog.V(4):
+            klog.info("Pod waiting on permit", pod=pod.key)
+
+        def resume(_signal: Status) -> None:
+            with self.binds_lock:
+                self.binds_in_flight += 1
+                self._binding_goroutines.set(self.binds_in_flight)
+            self.bind_pool.submit(self._after_permit, fwk, state, pod, assumed, result, start, waiting)
+
+        self._bind_finished()  # a waiting pod is no bind in flight: shutdown need not wait for it
+        waiting.on_done(resume)
+
+    def _after_permit(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
+                      result: ScheduleResult, start: float, waiting: Any) -> None:
+        status = fwk.finish_waiting(waiting)
+        if status is None:
+            self.binding_cycle(fwk, state, pod, assumed, result, start, permit_waited=True)
+            return
+        try:
+            if status.is_rejected():
+                klog.info("Pod rejected while waiting on permit", pod=pod.key, status=status.message())
+                diagnosis = Diagnosis()
+                diagnosis.node_to_status[result.suggested_host] = status
+                diagnosis.unschedulable_plugins = {status.plugin} if status.plugin else set()
+                fit = FitError(pod.key, 1, diagnosis)
+                status = Status(status.code, str(fit), plugin=status.plugin, error=fit)
+            else:
+                klog.error("Failed waiting on permit for pod", pod=pod.key, err=status.message())
+            self.handle_binding_cycle_error(fwk, state, pod, assumed, result.suggested_host, status, start)
+        finally:
+            self._bind_finished()
+
     def handle_binding_cycle_error(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
                                    host: str, status: Status, start: float) -> None:
         if klog.V(1):
             klog.info("Failed to bind pod", pod=pod.key, node=host, err=status.message())
         fwk.run_reserve_plugins_unreserve(state, assumed, host)
         self.cache.forget_pod(assumed)
-        # The forgotten pod freed room, like a deleted pod would.
+        # The forgotten pod freed room, like a deleted pod would; a rejected pod itself waits
+        # for an event, as upstream (an error sends it to backoff anyway).
         self.queue.move_all_to_active_or_backoff(
             ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"),
-            pre_check=lambda other: other.uid != pod.uid)
+            pre_check=(lambda other: other.uid != pod.uid) if status.is_rejected() else None)
         self.handle_scheduling_failure(fwk, pod, status, CLEAR_NOMINATION, start)
 
     # =========================================================================================
@@ -455,7 +524,11 @@ class SchedulingCycle:
 
     def _submit_status_patch(self, pod: PodInfo, reason: str, message: str, nominating: str | None) -> None:
         patch = status_patch(pod.raw, reason, message, nominating)
-        if patch is None or self.client is None:
+        if patch is not None:
+            self._submit_patch(pod, patch)
+
+    def _submit_patch(self, pod: PodInfo, patch: dict) -> None:
+        if self.client is None:
             return
         client = self.client
 

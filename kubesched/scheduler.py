@@ -26,10 +26,11 @@ from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.eventhandlers import EventHandlers
 from kubesched.events import EventBroadcaster
+from kubesched.extender import build_extenders
 from kubesched.framework.interface import ClusterEvent
 from kubesched.framework.runtime import Framework, build_frameworks
 from kubesched.framework.snapshot import Snapshot
-from kubesched.plugins.registry import REGISTRY
+from kubesched.plugins.outoftree import full_registry
 from kubesched.schedule_one import SchedulingCycle
 
 
@@ -46,10 +47,12 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self.broadcaster = EventBroadcaster(event_client or client, instance)
         self.object_informers: dict[str, Informer] = {}
         self.volumes = VolumeObjects()
+        self.extenders = build_extenders(cfg.extenders)
         self.frameworks: dict[str, Framework] = {}
         for profile in cfg.profiles:
             self.frameworks.update(build_frameworks(
-                [profile], REGISTRY if registry is None else registry, client=client, nominator=self.nominator,
+                [profile], full_registry() if registry is None else registry, client=client,
+                nominator=self.nominator, extenders=self.extenders,
                 event_recorder=self.broadcaster.recorder(profile.scheduler_name),
                 parallelism=cfg.parallelism, pdb_lister=self._pdbs, object_lister=self.list_objects,
                 volumes=self.volumes))

@@ -145,9 +145,13 @@ def _decode(value: Any, spec: Any, path: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 def _plugin_names() -> tuple[frozenset[str], list[tuple[str, int]], frozenset[str]]:
-    """The plugin names a profile may use, the default profile, and the queueSort plugins
-    (a seam: the unit tests put their fake plugins' names here)."""
-    return plugin_names.IN_TREE_PLUGINS, plugin_names.DEFAULT_PLUGINS, plugin_names.QUEUE_SORT_PLUGINS
+    """The plugin names a profile may use (in-tree, and out-of-tree by entry point name: read
+    without importing them), the default profile, and the queueSort plugins (a seam: the unit
+    tests put their fake plugins' names here)."""
+    from kubesched.plugins.entrypoints import entry_point_names
+
+    return (plugin_names.IN_TREE_PLUGINS | entry_point_names(), plugin_names.DEFAULT_PLUGINS,
+            plugin_names.QUEUE_SORT_PLUGINS)
 
 
 def _plugin_set(raw: dict | None) -> PluginSet:
@@ -224,16 +228,20 @@ def _validate_profile_plugins(profile: Profile, raw: dict, known: frozenset[str]
                 if name == "*" and kind == "disabled":
                     continue
                 if name not in known:
-                    raise ConfigError(f"{where}.name", f"unknown plugin {name!r}; known plugins: "
-                                                       f"{', '.join(sorted(known))}")
+                    raise ConfigError(f"{where}.name", _unknown_plugin(name, known))
                 weight = plugin.get("weight")
                 if weight is not None and not 0 <= weight <= MAX_WEIGHT:
                     raise ConfigError(f"{where}.weight", f"must be a non-negative integer (0 means the "
                                                          f"default weight 1), got {weight}")
     for name, where in profile.plugin_config_paths.items():
         if name not in known:
-            raise ConfigError(f"{where}.name", f"unknown plugin {name!r}; known plugins: "
-                                               f"{', '.join(sorted(known))}")
+            raise ConfigError(f"{where}.name", _unknown_plugin(name, known))
+
+
+def _unknown_plugin(name: str, known: frozenset[str]) -> str:
+    from kubesched.plugins.entrypoints import unknown_plugin_message
+
+    return unknown_plugin_message(name, known)
 
 
 def validate_leader_election(le: LeaderElection) -> None:
@@ -276,7 +284,7 @@ def _validate(cfg: KubeSchedulerConfiguration, raw: dict) -> None:
     if cc.burst < 0:
         raise ConfigError("clientConnection.burst", f"must not be negative, got {cc.burst}")
     if raw.get("extenders"):
-        _validate_extenders(raw["extenders"])
+        _parse_extenders(cfg, raw["extenders"])
     known, _unused, queue_sort = _plugin_names()
     seen: dict[str, int] = {}
     for i, profile in enumerate(cfg.profiles):
@@ -309,14 +317,21 @@ def _queue_sort(profile: Profile, queue_sort: frozenset[str]) -> tuple:
     return tuple(names), tuple(repr(profile.plugin_config.get(n)) for n in names)
 
 
-def _validate_extenders(extenders: list[dict]) -> None:
-    for i, ext in enumerate(extenders):
-        if not ext.get("urlPrefix"):
-            raise ConfigError(f"extenders[{i}].urlPrefix", "required")
-        if ext.get("weight") is not None and ext["weight"] <= 0 and ext.get("prioritizeVerb"):
-            raise ConfigError(f"extenders[{i}].weight", f"must be positive when prioritizeVerb is set, got {ext['weight']}")
-    raise ConfigError("extenders", "scheduler extenders are not supported by kubesched; "
-                                   "implement the logic as a plugin or remove the extenders list")
+def _parse_extenders(cfg: KubeSchedulerConfiguration, raw_extenders: list[dict]) -> None:
+    from kubesched.config.extenders import ExtenderConfigError, parse_extenders
+
+    try:
+        cfg.extenders = parse_extenders(raw_extenders)
+    except ExtenderConfigError as err:
+        raise ConfigError(err.field, err.message) from None
+    # As upstream's buildExtenders: resources an extender manages with ignoredByScheduler are
+    # NodeResourcesFit's ignoredResources in every profile (the extender's list wins).
+    ignored = [r.name for ext in cfg.extenders for r in ext.managed_resources if r.ignored_by_scheduler]
+    if ignored:
+        for profile in cfg.profiles:
+            args = dict(profile.plugin_config.get("NodeResourcesFit") or {})
+            args["ignoredResources"] = ignored
+            profile.plugin_config["NodeResourcesFit"] = args
 
 
 def parse_config(raw: Any, source: str = "") -> KubeSchedulerConfiguration:

@@ -96,6 +96,45 @@ class ClientConnection:
 
 
 @dataclass
+class ExtenderTLSConfig:
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    # The *Data forms hold PEM text (base64 in the file, as upstream's []byte fields).
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+@dataclass
+class ManagedResource:
+    name: str
+    ignored_by_scheduler: bool = False
+
+
+@dataclass
+class ExtenderConfig:
+    """One entry of `extenders:` (upstream config.Extender)."""
+
+    url_prefix: str = ""
+    filter_verb: str = ""
+    preempt_verb: str = ""
+    prioritize_verb: str = ""
+    weight: int = 0
+    bind_verb: str = ""
+    enable_https: bool = False
+    tls_config: ExtenderTLSConfig | None = None
+    # 0 means the default, DefaultExtenderTimeout (5s in v1.37's extender.go).
+    http_timeout: float = 0.0
+    node_cache_capable: bool = False
+    managed_resources: list[ManagedResource] = field(default_factory=list)
+    ignorable: bool = False
+    path: str = "extenders[0]"
+
+
+@dataclass
 class KubeSchedulerConfiguration:
     parallelism: int = 16
     percentage_of_nodes_to_score: int = 0
@@ -107,4 +146,5 @@ class KubeSchedulerConfiguration:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     profiles: list[Profile] = field(default_factory=list)
+    extenders: list[ExtenderConfig] = field(default_factory=list)
     source: str = ""

@@ -8,6 +8,7 @@ event recorder and the helpers preemption needs.
 from __future__ import annotations
 
 import operator
+import threading
 import time
 from itertools import compress, repeat
 from typing import Any, Callable
@@ -29,6 +30,7 @@ from kubesched.framework.interface import (
 )
 from kubesched.framework.snapshot import Snapshot
 from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPodsMap, permit_outcome
 
 
 class FrameworkError(ValueError):
@@ -70,8 +72,11 @@ class Framework:
                  nominator: Any = None, event_recorder: Any = None, parallelism: int = 16,
                  pdb_lister: Callable[[], list[dict]] | None = None,
                  object_lister: Callable[[str, str | None], list[dict]] | None = None,
-                 volumes: Any = None):
+                 volumes: Any = None, extenders: list[Any] | None = None):
         self.profile_name = profile.scheduler_name
+        # The scheduler's extenders (Handle.Extenders()): preemption asks them about victims.
+        self.extenders: list[Any] = extenders or []
+        self.waiting_pods = WaitingPodsMap()
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.client = client
         self.nominator = nominator or _NullNominator()
@@ -120,6 +125,9 @@ class Framework:
                 where = profile.plugin_config_paths.get(name, f"{profile.path}.pluginConfig[{name}]")
                 field = f"{where}.args.{err.field}" if err.field else f"{where}.args"
                 raise FrameworkError(field, err.message) from None
+            except Exception as err:  # noqa: BLE001 - an out-of-tree plugin's own bug, reported as config
+                raise FrameworkError(f"{profile.path}.plugins",
+                                     f"plugin {name!r} cannot start: {type(err).__name__}: {err}") from None
         points: dict[str, list[Any]] = {}
         for point in EXTENSION_POINTS:
             points[point] = self._expand(profile, point)
@@ -481,22 +489,81 @@ class Framework:
         for plugin in reversed(self.reserve_plugins):
             plugin.unreserve(state, pod, node_name)
 
-    def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
-        for plugin in self.permit_plugins:
-            result = plugin.permit(state, pod, node_name)
-            status = result[0] if isinstance(result, tuple) else result
-            if status is not None and not status.is_success():
+    def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str
+                           ) -> tuple[Status | None, dict[str, float]]:
+        """Upstream RunPermitPlugins: (status, plugin -> wait seconds). A plugin's permit
+        returns a Status or (Status, timeout seconds); Wait from any plugin and a rejection
+        from none gives a Wait status, and the caller makes the pod a waiting pod."""
+        if not self.permit_plugins:
+            return None, {}  # hot path: the default profile has no Permit plugin
+        start = time.perf_counter()
+        wait_status: Status | None = None
+        wait_times: dict[str, float] = {}
+        status: Status | None = None
+        try:
+            for plugin in self.permit_plugins:
+                result = plugin.permit(state, pod, node_name)
+                status, timeout = result if isinstance(result, tuple) else (result, 0.0)
+                if status is None or status.is_success():
+                    continue
                 status.plugin = plugin.name
+                if status.is_rejected():
+                    return status, {}
                 if status.code == Code.WAIT:
-                    # Waiting pods need a Permit controller (e.g. coscheduling); no in-tree
-                    # plugin waits, so a wait is treated as a rejection rather than hanging.
-                    return Status(Code.UNSCHEDULABLE, f'plugin "{plugin.name}" asked the pod to wait, '
-                                                      "which kubesched does not support", plugin=plugin.name)
-                if not status.is_rejected():
-                    status = Status(Code.ERROR, f'running Permit plugin "{plugin.name}": {status.message()}',
-                                    plugin=plugin.name)
-                return status
-        return None
+                    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout or 0)
+                    wait_times[plugin.name] = min(seconds, MAX_PERMIT_TIMEOUT)
+                    wait_status = status
+                    continue
+                status = Status(Code.ERROR, f'running Permit plugin "{plugin.name}": {status.message()}',
+                                plugin=plugin.name, error=status.error)
+                return status, {}
+            if wait_status is not None:
+                wait_status.reasons.append("one or more plugins asked to wait and no plugin rejected pod")
+                status = wait_status
+                return wait_status, wait_times
+            status = None
+            return None, {}
+        finally:
+            self._observe("Permit", status, start)
+
+    # -- waiting pods (Handle: IterateOverWaitingPods, GetWaitingPod, RejectWaitingPod) ------
+
+    def add_waiting_pod(self, pod: PodInfo, plugins_wait_time: dict[str, float]) -> WaitingPod:
+        waiting = WaitingPod(pod, plugins_wait_time)
+        self.waiting_pods.add(waiting)
+        return waiting
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting_pods.get(uid)
+
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        self.waiting_pods.iterate(callback)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        waiting = self.waiting_pods.get(uid)
+        return waiting.reject("", "removed") if waiting is not None else False
+
+    def will_wait_on_permit(self, pod: PodInfo) -> bool:
+        return self.waiting_pods.get(pod.uid) is not None
+
+    def wait_on_permit(self, pod: PodInfo) -> Status | None:
+        """Block until a waiting pod is allowed (None) or rejected; None at once for others.
+        The scheduler itself never blocks here: it resumes the binding cycle from
+        WaitingPod.on_done (see Scheduler._binding_cycle)."""
+        waiting = self.waiting_pods.get(pod.uid)
+        if waiting is None:
+            return None
+        done = threading.Event()
+        waiting.on_done(lambda _status: done.set())
+        done.wait()
+        return self.finish_waiting(waiting)
+
+    def finish_waiting(self, waiting: WaitingPod) -> Status | None:
+        """Remove a resolved waiting pod and give WaitOnPermit's result for it."""
+        self.waiting_pods.remove(waiting.pod.uid)
+        status = waiting.status() or Status(Code.ERROR, "waiting pod finished without a signal")
+        metrics.permit_wait_duration.labels(_CODE_NAMES[status.code]).observe(time.monotonic() - waiting.since)
+        return permit_outcome(status)
 
     def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         start = time.perf_counter()

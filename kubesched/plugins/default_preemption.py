@@ -203,6 +203,13 @@ class DefaultPreemption:
                 return None, Status(Code.ERROR, "; ".join(str(e) for e in errors))
         if not candidates:
             return "", Status(Code.UNSCHEDULABLE, fit_error_message(pod, len(all_nodes), node_statuses))
+        extenders = getattr(self.handle, "extenders", None)
+        if extenders:
+            candidates, failure = self.call_extenders(extenders, pod, candidates)
+            if failure is not None:
+                return None, failure
+            if not candidates:
+                return None, Status(Code.UNSCHEDULABLE, "no candidate node for preemption")
         best = pick_one_node_for_preemption(candidates, self.clock())
         metrics.preemption_victims.observe(len(best.victims))
         try:
@@ -211,6 +218,30 @@ class DefaultPreemption:
             return None, Status.as_error(err)
         return best.name, Status(Code.SUCCESS, f"found a potential placement for pod on node {best.name}, "
                                                f"preempting {len(best.victims)} victims")
+
+    def call_extenders(self, extenders: list[Any], pod: PodInfo, candidates: list[Candidate]
+                       ) -> tuple[list[Candidate], Status | None]:
+        """Extenders with a preemptVerb narrow the candidates and their victims (callExtenders)."""
+        victims = {c.name: (c.victims, c.num_pdb_violations) for c in candidates}
+        for extender in extenders:
+            if not extender.supports_preemption() or not extender.is_interested(pod):
+                continue
+            try:
+                narrowed = extender.process_preemption(pod, victims, self.handle.snapshot().get)
+            except Exception as err:  # noqa: BLE001 - an extender's failure (ExtenderError) or bad answer
+                if extender.is_ignorable():
+                    continue
+                return [], Status(Code.ERROR, str(err), error=err)
+            for node_name, (pods, _unused) in list(narrowed.items()):
+                if not pods:
+                    if extender.is_ignorable():
+                        del narrowed[node_name]
+                        continue
+                    return [], Status(Code.ERROR, f'expected at least one victim pod on node "{node_name}"')
+            victims = narrowed
+            if not victims:
+                break
+        return [Candidate(name, pods, pdb) for name, (pods, pdb) in victims.items()], None
 
     def pod_eligible_to_preempt_others(self, pod: PodInfo, statuses: dict[str, Status]) -> tuple[bool, str]:
         if pod.preemption_policy == "Never":
@@ -344,6 +375,15 @@ class DefaultPreemption:
         if generation:
             condition["observedGeneration"] = generation
         client = self.handle.client
+        recorder = getattr(self.handle, "event_recorder", None)
+        get_waiting_pod = getattr(self.handle, "get_waiting_pod", None)
+        waiting = get_waiting_pod(victim.uid) if get_waiting_pod is not None else None
+        if waiting is not None and waiting.preempt(self.name, "preempted"):
+            # A pod waiting on Permit is only assumed: it goes back to the queue, nothing to delete.
+            if recorder is not None:
+                recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
+                                f"Preempted by pod {preemptor.uid} on node {node_name} (in kube-scheduler memory).")
+            return
         try:
             if not self._has_condition(victim, condition):
                 client.patch_pod_status(victim.namespace, victim.name, {"status": {"conditions": [condition]}})
@@ -352,7 +392,6 @@ class DefaultPreemption:
             if _is_not_found(err):
                 return
             raise
-        recorder = getattr(self.handle, "event_recorder", None)
         if recorder is not None:
             recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
                             f"Preempted by pod {preemptor.uid} on node {node_name}")

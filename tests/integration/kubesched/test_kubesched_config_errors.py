@@ -34,8 +34,10 @@ CASES = {
                                                          "args": {"scoringStrategy": {"type": "Fanciest"}}}]}]},
                         "profiles[0].pluginConfig[0].args.scoringStrategy.type:"),
     "bad percentage": ({"percentageOfNodesToScore": 150}, "percentageOfNodesToScore: must be in the range [0, 100]"),
-    "extenders": ({"extenders": [{"urlPrefix": "http://127.0.0.1:8888", "filterVerb": "filter"}]},
-                  "extenders: scheduler extenders are not supported"),
+    "two bind extenders": ({"extenders": [{"urlPrefix": "http://127.0.0.1:8888", "bindVerb": "bind"},
+                                          {"urlPrefix": "http://127.0.0.1:8889", "bindVerb": "bind"}]},
+                           'extenders: Invalid value: "found 2 extenders implementing bind": only one extender can '
+                           "implement bind"),
 }
 
 

@@ -81,8 +81,8 @@ def test_durations_parse_like_go():
      "profiles[0].pluginConfig[1].name", "duplicate pluginConfig"),
     ({"profiles": [{"pluginConfig": [{"name": "FakeScore", "args": [1]}]}]},
      "profiles[0].pluginConfig[0].args", "object"),
-    ({"extenders": [{"urlPrefix": "http://127.0.0.1:8888", "filterVerb": "filter"}]}, "extenders",
-     "not supported"),
+    ({"extenders": [{"urlPrefix": "http://a", "bindVerb": "b"}, {"urlPrefix": "http://b", "bindVerb": "b"}]},
+     "extenders", "only one extender can implement bind"),
     ({"extenders": [{"filterVerb": "filter"}]}, "extenders[0].urlPrefix", "required"),
     ({"profiles": "default"}, "profiles", "must be a list"),
 ])

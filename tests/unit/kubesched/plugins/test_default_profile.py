@@ -49,8 +49,8 @@ def test_default_profile_has_the_upstream_extension_points():
     assert [p.name for p in fwk.pre_enqueue_plugins] == ["SchedulingGates", "DynamicResources"]
     # DynamicResources before DefaultPreemption: deallocating an idle claim beats evicting a pod.
     assert [p.name for p in fwk.post_filter_plugins] == ["DynamicResources", "DefaultPreemption"]
-    assert [p.name for p in fwk.reserve_plugins] == ["DynamicResources"]
-    assert [p.name for p in fwk.pre_bind_plugins] == ["DynamicResources"]
+    assert [p.name for p in fwk.reserve_plugins] == ["VolumeBinding", "DynamicResources"]
+    assert [p.name for p in fwk.pre_bind_plugins] == ["VolumeBinding", "DynamicResources"]
     assert [p.name for p in fwk.bind_plugins] == ["DefaultBinder"]
     assert [p.name for p in fwk.filter_plugins] == [
         "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",

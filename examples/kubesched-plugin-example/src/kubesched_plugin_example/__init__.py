@@ -1,0 +1,1 @@
+"""An example out-of-tree kubesched plugin (see docs/plugins.md in kubesched.scheduler)."""

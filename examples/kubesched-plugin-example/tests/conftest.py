@@ -1,0 +1,6 @@
+"""Run from a checkout without installing: the package's src/ on sys.path."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
