@@ -6,7 +6,7 @@ import urllib.request
 import uuid
 
 import yaml
-from kubesched_lab import ROOT, node_of, pod_manifest, settle_taints, wait_for, write_unreachable_kubeconfig
+from kubesched_lab import node_of, pod_manifest, settle_taints, wait_for, write_unreachable_kubeconfig
 
 from kubesched.client import load_kubeconfig
 
@@ -32,10 +32,12 @@ def test_health_and_metrics_endpoints(run_kubesched, nodes, core_v1, namespace):
 
 
 def test_metrics_need_a_client_certificate_signed_by_the_client_ca(run_kubesched, lab_kubeconfig):
+    """Anonymous is forbidden /metrics; the lab admin's certificate (system:masters) is allowed.
+
+    test_kubesched_secure_port.py covers identities with and without an RBAC grant."""
     creds = load_kubeconfig(lab_kubeconfig)
-    ca = str(ROOT / ".lab" / "ca.crt")
-    sched = run_kubesched({}, "--client-ca-file", ca)
-    assert sched.get("/metrics")[0] == 401
+    sched = run_kubesched({}, "--client-ca-file", creds.ca_file, "--authentication-skip-lookup")
+    assert sched.get("/metrics")[0] == 403
     assert sched.get("/healthz") == (200, "ok")
     context = ssl.create_default_context()
     context.check_hostname = False
