@@ -266,9 +266,13 @@ def secure_serving(args: argparse.Namespace, creds, livez_checks, readyz_checks)
             allowed_names=args.requestheader_allowed_names, username_headers=args.requestheader_username_headers,
             group_headers=args.requestheader_group_headers, extra_prefixes=args.requestheader_extra_headers_prefix,
             uid_headers=args.requestheader_uid_headers)
-    authenticator = DelegatingAuthenticator(client_ca_pem=client_ca_pem, request_header=request_header,
-                                            token_client=authn_client,
-                                            token_cache_ttl=args.authentication_token_webhook_cache_ttl)
+    try:
+        authenticator = DelegatingAuthenticator(client_ca_pem=client_ca_pem, request_header=request_header,
+                                                token_client=authn_client,
+                                                token_cache_ttl=args.authentication_token_webhook_cache_ttl)
+    except ValueError as err:
+        raise ConfigError("--client-ca-file/--requestheader-client-ca-file",
+                          f"not a bundle of PEM certificates: {err}") from None
     authorizer = DelegatingAuthorizer(always_allow_paths=args.authorization_always_allow_paths, sar_client=authz_client,
                                       allowed_ttl=args.authorization_webhook_cache_authorized_ttl,
                                       denied_ttl=args.authorization_webhook_cache_unauthorized_ttl)
@@ -351,6 +355,9 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
         server = secure_serving(args, creds, {"leaderElection": liveness}, {"sched-handler-sync": readiness})
     except (ConfigError, ServingError, KubeconfigError) as err:
         return _fail(str(err))
+    except (OSError, ssl.SSLError) as err:
+        return _fail(f"cannot set up the secure port (check --tls-cert-file, --tls-private-key-file, "
+                     f"--cert-dir): {err}")
     try:
         server.start()
     except (OSError, ssl.SSLError) as err:
