@@ -125,10 +125,12 @@ GO_CIPHER_SUITES = {
 TLS13_CIPHER_SUITES = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
 TLS_VERSIONS = {"VersionTLS10": ssl.TLSVersion.TLSv1, "VersionTLS11": ssl.TLSVersion.TLSv1_1,
                 "VersionTLS12": ssl.TLSVersion.TLSv1_2, "VersionTLS13": ssl.TLSVersion.TLSv1_3}
-# A client must finish its handshake, and send each request line and header, within this long;
+# A client must finish its handshake, and send each request line and header, within this long
+# (k8s.io/apiserver secure serving: ReadHeaderTimeout 32s, which bounds Go's TLS handshake too,
+# and IdleTimeout 90s);
 # an open connection with no request is closed after the idle timeout.
-HANDSHAKE_TIMEOUT_SECONDS = 10.0
-IDLE_TIMEOUT_SECONDS = 60.0
+HANDSHAKE_TIMEOUT_SECONDS = 32.0
+IDLE_TIMEOUT_SECONDS = 90.0
 LISTEN_BACKLOG = 1024  # socketserver's default of 5 drops connections under a burst of probes
 
 
