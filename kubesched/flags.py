@@ -24,6 +24,8 @@ UNSUPPORTED = {
     "profiling": "kubesched serves no profiling endpoints (/debug/pprof)",
     "feature-gates": "kubesched has no feature gates; it behaves as v1.37 with default gates",
     "emulated-version": "kubesched emulates v1.37 only",
+    "min-compatibility-version": "kubesched emulates v1.37 only",
+    "tls-curve-preferences": "the secure port uses OpenSSL's default curves",
     "allow-metric-labels": "metric label allow-lists are not implemented",
     "allow-metric-labels-manifest": "metric label allow-lists are not implemented",
     "disabled-metrics": "disabling metrics is not implemented",
@@ -77,6 +79,19 @@ def _key_values(value_type: Callable[[str], object], what: str) -> Callable[[str
     return parse
 
 
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(part) for part in _string_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+
+
+def _feature_gates(text: str) -> dict:
+    """`Name=true,...`, each name optionally after a component and a colon (`kube:Name=true`)."""
+    gates = _key_values(_bool, "[component:]Name=true|false")(text)
+    return {name.split(":", 1)[-1]: value for name, value in gates.items()}
+
+
 def _log_format(text: str) -> str:
     if text not in ("text", "json"):
         raise argparse.ArgumentTypeError(f"format {text!r} is not one of text, json")
@@ -101,8 +116,8 @@ def _add(parser: argparse.ArgumentParser, name: str, *, kind: str = "string", de
                             help=help_)
         return
     types = {"string": str, "int": int, "float": float, "duration": _duration, "strings": _string_list,
-             "mapStringBool": _key_values(_bool, "name=true|false"), "stringToString": _key_values(str, "key=value"),
-             "format": _log_format}
+             "featureGates": _feature_gates, "stringToString": _key_values(str, "key=value"),
+             "int32Slice": _int_list, "format": _log_format}
     action = "append" if kind == "append" else "store"
     parser.add_argument(*names, dest=dest, type=types.get(kind, str), default=default, action=action, help=help_)
 
@@ -124,10 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add(p, "tls-private-key-file", default="")
     _add(p, "tls-min-version", default="", help_="VersionTLS12 (default) or VersionTLS13 (also VersionTLS10/11)")
     _add(p, "tls-cipher-suites", kind="strings", default=[], help_="Go cipher suite names")
+    _add(p, "tls-curve-preferences", kind="int32Slice", default=[])
     _add(p, "tls-sni-cert-key", kind="append", default=[])
     _add(p, "permit-port-sharing", kind="bool", default=False, help_="SO_REUSEPORT on the secure port")
     _add(p, "permit-address-sharing", kind="bool", default=False, help_="SO_REUSEADDR (always set by kubesched)")
     _add(p, "http2-max-streams-per-connection", kind="int", default=0)
+    _add(p, "disable-http2-serving", kind="bool", default=False, help_="kubesched serves HTTP/1.1 only in any case")
     # authentication
     _add(p, "authentication-kubeconfig", default="", help_="kubeconfig for TokenReviews (default: in-cluster, "
          "else the scheduler's kubeconfig)")
@@ -164,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("resource-lock", "resource-name", "resource-namespace"):
         _add(p, f"leader-elect-{name}")
     # feature gates
-    _add(p, "feature-gates", kind="mapStringBool", default={})
+    _add(p, "feature-gates", kind="featureGates", default={})
     _add(p, "emulated-version", kind="strings", default=[])
+    _add(p, "min-compatibility-version", kind="strings", default=[])
     # metrics
     _add(p, "allow-metric-labels", kind="stringToString", default={})
     _add(p, "allow-metric-labels-manifest", default="")

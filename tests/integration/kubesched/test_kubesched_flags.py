@@ -24,11 +24,12 @@ VALUE_FOR_NAME = {  # values that are valid, not just well-formed, so that the c
     "tls-cipher-suites": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "master": "https://127.0.0.1:1",
     "leader-elect-lease-duration": "20s", "leader-elect-renew-deadline": "15s", "leader-elect-retry-period": "3s",
     "secure-port": "0", "bind-address": "127.0.0.1", "emulated-version": "kube=1.37",
-    "feature-gates": "SchedulerQueueingHints=true", "config": "",
+    "feature-gates": "kube:SchedulerQueueingHints=true", "min-compatibility-version": "kube=1.36", "config": "",
 }
 VALUE_FOR_TYPE = {
     "string": "x", "int": "3", "int32": "3", "float": "3", "float32": "3", "uint": "3", "duration": "7s",
     "strings": "a,b", "stringSlice": "a,b", "stringArray": "a", "mapStringBool": "A=true", "stringToString": "a=b",
+    "colonSeparatedMultimapStringString": "kube:A=true", "int32Slice": "23,29",
     "namedCertKey": "c.crt,c.key", "Level": "2", "pattern": "file=2", "moduleSpec": "file=2", "ip": "127.0.0.1",
     "quantity": "1",
 }
