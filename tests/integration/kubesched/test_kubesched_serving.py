@@ -5,6 +5,7 @@ import urllib.error
 import urllib.request
 import uuid
 
+import pytest
 import yaml
 from kubesched_lab import node_of, pod_manifest, settle_taints, wait_for, write_unreachable_kubeconfig
 
@@ -37,11 +38,14 @@ def test_metrics_need_a_client_certificate_signed_by_the_client_ca(run_kubesched
     test_kubesched_secure_port.py covers identities with and without an RBAC grant."""
     creds = load_kubeconfig(lab_kubeconfig)
     sched = run_kubesched({}, "--client-ca-file", creds.ca_file, "--authentication-skip-lookup")
-    assert sched.get("/metrics")[0] == 403
-    assert sched.get("/healthz") == (200, "ok")
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"https://127.0.0.1:{sched.port}/metrics", context=context, timeout=5)
+    assert refused.value.code == 403
+    with urllib.request.urlopen(f"https://127.0.0.1:{sched.port}/healthz", context=context, timeout=5) as resp:
+        assert resp.status == 200
     context.load_cert_chain(creds.cert_file, creds.key_file)
     with urllib.request.urlopen(f"https://127.0.0.1:{sched.port}/metrics", context=context, timeout=5) as resp:
         assert resp.status == 200 and b"scheduler_pending_pods" in resp.read()
