@@ -5,6 +5,7 @@ against the real lab: client certificates, TokenReview, SubjectAccessReview)."""
 import datetime
 import socket
 import ssl
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -12,7 +13,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kubesched_lab import wait_for
+import yaml
+from kubesched_lab import KUBESCHED, free_port, wait_for
+from placement_agreement import KUBE_SCHEDULER
 
 from kubesched.client import load_kubeconfig
 
@@ -200,3 +203,72 @@ def test_always_allowed_paths_skip_authorization(run_kubesched):
     sched = run_kubesched({}, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metr*")
     assert _get(sched.port, "/metrics")[0] == 200  # anonymous, by the prefix
     assert _get(sched.port, "/configz")[0] == 403  # anonymous, asked of the API server: denied
+
+
+# ---------------------------------------------------------------------------------------------
+# The same answers as the pinned kube-scheduler, with the same flags, against the same lab
+# ---------------------------------------------------------------------------------------------
+
+def _start_both(lab_kubeconfig: str, workdir: Path) -> tuple[dict[str, int], list[subprocess.Popen]]:
+    """kubesched and kube-scheduler with identical flags; {kind: port} once /healthz answers."""
+    ports, procs = {}, []
+    for kind, binary in (("kubesched", KUBESCHED), ("kube-scheduler", KUBE_SCHEDULER)):
+        config = workdir / f"{kind}.yaml"
+        config.write_text(yaml.safe_dump({
+            "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": lab_kubeconfig}, "leaderElection": {"leaderElect": False},
+            "profiles": [{"schedulerName": f"secure-agreement-{uuid.uuid4().hex[:6]}"}]}))
+        ports[kind] = free_port()
+        procs.append(subprocess.Popen(
+            [str(binary), "--config", str(config), "--secure-port", str(ports[kind]), "--bind-address", "127.0.0.1",
+             f"--authentication-kubeconfig={lab_kubeconfig}", f"--authorization-kubeconfig={lab_kubeconfig}",
+             "--authorization-webhook-cache-unauthorized-ttl=1s", "-v=2"],
+            stdout=open(workdir / f"{kind}.log", "w"), stderr=subprocess.STDOUT))  # noqa: SIM115
+
+    def serving():
+        try:
+            return all(_get(port, "/healthz")[0] == 200 for port in ports.values())
+        except (OSError, urllib.error.URLError):
+            return False
+
+    wait_for(serving, 60, what="kubesched and kube-scheduler to serve /healthz")
+    return ports, procs
+
+
+def test_the_same_answers_as_kube_scheduler(lab_kubeconfig, tmp_path, core_v1, namespace, rbac):
+    user = f"kubesched-it-agree-{uuid.uuid4().hex[:6]}"
+    cert = _client_certificate(lab_kubeconfig, tmp_path, user)
+    core_v1.create_namespaced_service_account(namespace, {"metadata": {"name": "agree"}})
+    token = core_v1.create_namespaced_service_account_token(
+        "agree", namespace, {"spec": {"expirationSeconds": 600}}).status.token
+    ports, procs = _start_both(lab_kubeconfig, tmp_path)
+    try:
+        cases = {
+            "anonymous /healthz": dict(path="/healthz"),
+            "anonymous /readyz": dict(path="/readyz"),
+            "anonymous /metrics": dict(path="/metrics"),
+            "certificate without a grant /metrics": dict(path="/metrics", cert=cert),
+            "certificate /healthz": dict(path="/healthz", cert=cert),
+            "service account without a grant /metrics": dict(path="/metrics", token=token),
+            "a token the API server rejects /metrics": dict(path="/metrics", token="not-a-token"),
+            "a token the API server rejects /healthz": dict(path="/healthz", token="not-a-token"),
+        }
+
+        def answers():
+            return {name: {kind: _get(port, **case)[0] for kind, port in ports.items()} for name, case in cases.items()}
+
+        before = wait_for(lambda: (lambda a: a if all(len(set(v.values())) == 1 for v in a.values()) else None)(
+            answers()), 15, what="both schedulers to give the same answers (client CA lookup may lag)")
+        assert before["anonymous /metrics"]["kube-scheduler"] == 403, before
+        rbac({"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"})
+        rbac({"kind": "ServiceAccount", "name": "agree", "namespace": namespace})
+        granted = {"certificate with a grant /metrics": dict(path="/metrics", cert=cert),
+                   "service account with a grant /metrics": dict(path="/metrics", token=token)}
+        after = wait_for(lambda: (lambda a: a if all(set(v.values()) == {200} for v in a.values()) else None)(
+            {name: {kind: _get(port, **case)[0] for kind, port in ports.items()} for name, case in granted.items()}),
+            20, what="both schedulers to serve /metrics once the RBAC rules exist")
+        print({**before, **after})
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
