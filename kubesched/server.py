@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 import os
 import socket
 import ssl
@@ -273,6 +274,19 @@ class HealthServer:
         return 200, ("\n".join(lines) + "\nhealthz check passed\n") if verbose else "ok"
 
 
+def _status_body(code: int, reason: str, message: str, pretty: bool) -> bytes:
+    """A metav1 Status, as the API server machinery kube-scheduler serves with answers 401 and 403:
+    compact with a newline, or indented for curl and Wget (as the apiserver's pretty printing)."""
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+              "reason": reason}
+    if code == 403:
+        status["details"] = {}
+    status["code"] = code
+    if pretty:
+        return json.dumps(status, indent=2).encode()
+    return json.dumps(status, separators=(",", ":")).encode() + b"\n"
+
+
 def _make_handler(server: HealthServer):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -289,6 +303,9 @@ def _make_handler(server: HealthServer):
             self.end_headers()
             self.wfile.write(body)
 
+        def _pretty(self) -> bool:
+            return self.headers.get("User-Agent", "").startswith(("curl", "Wget"))
+
         def _admitted(self, path: str) -> bool:
             """Authenticate, then authorize `get` on the path; reply 401/403 and return False when refused."""
             try:
@@ -296,13 +313,14 @@ def _make_handler(server: HealthServer):
             except AuthenticationError as err:
                 if klog.V(2):
                     klog.info("Unable to authenticate the request", path=path, err=str(err))
-                self._reply(401, b"Unauthorized\n")
+                self._reply(401, _status_body(401, "Unauthorized", "Unauthorized", self._pretty()), "application/json")
                 return False
             allowed, reason = server.authorizer.authorize(user, "get", path)
             if not allowed:
                 if klog.V(2):
                     klog.info("Forbidden", user=user.name, path=path, reason=reason)
-                self._reply(403, f'forbidden: User "{user.name}" cannot get path "{path}"\n'.encode())
+                message = f'forbidden: User "{user.name}" cannot get path "{path}"'
+                self._reply(403, _status_body(403, "Forbidden", message, self._pretty()), "application/json")
                 return False
             return True
 

@@ -1,5 +1,6 @@
 """The HTTPS health and metrics server, with a self-signed certificate."""
 
+import json
 import ssl
 import urllib.error
 import urllib.request
@@ -46,7 +47,7 @@ def test_readyz_follows_cache_sync_and_livez_the_watchdog(server):
 def test_metrics_and_unknown_paths_are_authorized_first(server):
     srv, _unused = server
     code, text = get(srv.port, "/metrics")
-    assert code == 403 and text == 'forbidden: User "system:anonymous" cannot get path "/metrics"\n'
+    assert code == 403 and json.loads(text)["message"] == 'forbidden: User "system:anonymous" cannot get path "/metrics"'
     assert get(srv.port, "/nope")[0] == 403
     srv.authorizer = DelegatingAuthorizer(always_allow_paths=["/metrics", "/no*"])
     code, text = get(srv.port, "/metrics")
