@@ -309,7 +309,11 @@ def _look_up_client_cas(client: ApiClient, server, tolerate_failure: bool) -> No
             raise ConfigError("--authentication-kubeconfig", message) from None
         klog.warning(message)
         return
-    server.trust_looked_up(found.get("client_ca_pem", b""), found.get("request_header"))
+    try:
+        server.trust_looked_up(found.get("client_ca_pem", b""), found.get("request_header"))
+    except (ValueError, ssl.SSLError) as err:
+        klog.warning("The client CAs in kube-system/extension-apiserver-authentication are not usable PEM "
+                     "certificates; client certificates need --client-ca-file", err=str(err))
 
 
 def _read_file(path: str, flag: str) -> bytes:
