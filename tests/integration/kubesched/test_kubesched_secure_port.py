@@ -63,6 +63,11 @@ def _probe_healthz(port: int, context: ssl.SSLContext) -> bytes:
     return answer
 
 
+def _when_ok(answer: tuple[int, str]) -> tuple[int, str] | None:
+    """For wait_for: the answer once it is 200, else None."""
+    return answer if answer[0] == 200 else None
+
+
 def _still_open(sock: socket.socket) -> bool:
     """True while the server has neither closed nor reset the connection."""
     sock.setblocking(False)
@@ -175,7 +180,7 @@ def test_metrics_need_an_rbac_grant_for_a_client_certificate(run_kubesched, lab_
     assert _get(sched.port, "/healthz", cert=cert) == (200, "ok")
     assert _get(sched.port, "/metrics")[0] == 403  # anonymous
     rbac({"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"})
-    code, text = wait_for(lambda: (lambda r: r if r[0] == 200 else None)(_get(sched.port, "/metrics", cert=cert)),
+    code, text = wait_for(lambda: _when_ok(_get(sched.port, "/metrics", cert=cert)),
                           15, what="/metrics to be allowed once the RBAC rule exists")
     assert "scheduler_pending_pods" in text
     # The cluster admin's certificate (group system:masters) is always allowed, as upstream.
@@ -193,7 +198,7 @@ def test_a_service_account_token_is_authenticated_by_token_review(run_kubesched,
     assert (code, json.loads(text)["message"]) == (
         403, f'forbidden: User "system:serviceaccount:{namespace}:{account}" cannot get path "/metrics"')
     rbac({"kind": "ServiceAccount", "name": account, "namespace": namespace})
-    code, text = wait_for(lambda: (lambda r: r if r[0] == 200 else None)(_get(sched.port, "/metrics", token=token)),
+    code, text = wait_for(lambda: _when_ok(_get(sched.port, "/metrics", token=token)),
                           15, what="/metrics to be allowed to the service account")
     assert "scheduler_pending_pods" in text
     assert _get(sched.port, "/metrics", token="not-a-token")[0] == 401
@@ -272,9 +277,11 @@ def test_the_same_answers_as_kube_scheduler(lab_kubeconfig, tmp_path, core_v1, n
         rbac({"kind": "ServiceAccount", "name": "agree", "namespace": namespace})
         granted = {"certificate with a grant /metrics": dict(path="/metrics", cert=cert),
                    "service account with a grant /metrics": dict(path="/metrics", token=token)}
-        after = wait_for(lambda: (lambda a: a if all(set(v.values()) == {200} for v in a.values()) else None)(
-            {name: {kind: _get(port, **case)[0] for kind, port in ports.items()} for name, case in granted.items()}),
-            20, what="both schedulers to serve /metrics once the RBAC rules exist")
+        def all_allowed():
+            got = {name: {kind: _get(port, **case)[0] for kind, port in ports.items()} for name, case in granted.items()}
+            return got if all(set(kinds.values()) == {200} for kinds in got.values()) else None
+
+        after = wait_for(all_allowed, 20, what="both schedulers to serve /metrics once the RBAC rules exist")
         print({**before, **after})
     finally:
         for proc in procs:
