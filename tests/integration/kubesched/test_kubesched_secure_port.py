@@ -277,6 +277,7 @@ def test_the_same_answers_as_kube_scheduler(lab_kubeconfig, tmp_path, core_v1, n
         rbac({"kind": "ServiceAccount", "name": "agree", "namespace": namespace})
         granted = {"certificate with a grant /metrics": dict(path="/metrics", cert=cert),
                    "service account with a grant /metrics": dict(path="/metrics", token=token)}
+
         def all_allowed():
             got = {name: {kind: _get(port, **case)[0] for kind, port in ports.items()} for name, case in granted.items()}
             return got if all(set(kinds.values()) == {200} for kinds in got.values()) else None
