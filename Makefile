@@ -60,12 +60,12 @@ demo-down:
 	@bash lab/demo.sh down
 
 bench: setup
-	@$(VENV)/bin/python -m bench
+	@$(VENV)/bin/python -m tests.bench
 
 # Failover, API server restarts, races, bad input, role failure modes and security, on a
 # private lab and its own container masters (about 40 minutes).
 reliability: setup
-	@$(VENV)/bin/python -m reliability
+	@$(VENV)/bin/python -m tests.reliability
 
 clean: lab-down
 	rm -rf .cache tests/output

@@ -66,7 +66,8 @@ def _apply_deprecated_flags(cfg: KubeSchedulerConfiguration, args: argparse.Name
 
 def _apply_leader_flags(cfg: KubeSchedulerConfiguration, args: argparse.Namespace) -> None:
     """kube-scheduler honours the leader-election flags even with --config."""
-    from kubesched.config.load import parse_duration, validate_leader_election
+    from kubesched.config.load import validate_leader_election
+    from kubesched.config.types import parse_duration
 
     le = cfg.leader_election
     if args.leader_elect is not None:

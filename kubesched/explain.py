@@ -1,16 +1,22 @@
 """`kubesched explain NAMESPACE/POD`: the per-node story `kubectl describe` only sums up.
 
-Lists nodes and pods once, fills a cache exactly as the scheduler would, then runs the pod's
-profile over every node (no percentageOfNodesToScore cut-off, nothing bound or written).
+Lists nodes and pods once and hands them to the scheduler's own event handlers, so the
+cache is filled exactly as a running scheduler fills it; then runs the pod's profile over
+every node: PreFilter, every filter on every node (no percentageOfNodesToScore cut-off, no
+round-robin start, no nominated-node shortcut), and every score plugin with its share of
+the total. Nothing is bound or written. This pass is explain's own: the scheduling cycle's
+hot loop knows nothing of it.
 """
 
 from __future__ import annotations
 
 from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
-from kubesched.framework.fit_error import FitError
+from kubesched.framework.fit_error import Diagnosis, FitError
 from kubesched.framework.interface import Code, CycleState
-from kubesched.framework.types import PodInfo
+from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.schedule_one import NO_NODES_AVAILABLE
+from kubesched.scheduler import Scheduler
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -21,21 +27,25 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def explain_pod(cfg: KubeSchedulerConfiguration, client: ApiClient, pod_ref: str) -> str:
-    from kubesched.scheduler import Scheduler
+def _filter_every_node(scheduler: Scheduler, fwk, state: CycleState, pod: PodInfo) -> tuple[list[NodeInfo], Diagnosis]:
+    diagnosis = Diagnosis()
+    nodes = scheduler.pre_filter(fwk, state, pod, diagnosis)
+    if not nodes:
+        return [], diagnosis
+    return scheduler.filter_nodes(fwk, state, pod, nodes, fwk.active_filter_plugins(state), diagnosis), diagnosis
 
+
+def explain_pod(cfg: KubeSchedulerConfiguration, client: ApiClient, pod_ref: str) -> str:
     namespace, name = pod_ref.split("/", 1)
     scheduler = Scheduler(cfg, client, bind_workers=1)
     for node in client.list("/api/v1/nodes", page_size=500).get("items") or ():
-        scheduler.cache.add_node(node)
+        scheduler.on_node_add(node)
     target = None
     for raw in client.list("/api/v1/pods", page_size=500).get("items") or ():
         meta = raw.get("metadata") or {}
         if meta.get("namespace") == namespace and meta.get("name") == name:
             target = raw
-        if (raw.get("spec") or {}).get("nodeName") and (raw.get("status") or {}).get("phase") not in (
-                "Succeeded", "Failed"):
-            scheduler.cache.add_pod(PodInfo(raw))
+        scheduler.on_pod_add(raw)
     if target is None:
         raise LookupError(f"pod {pod_ref} not found")
     pod = PodInfo(target)
@@ -49,10 +59,9 @@ def explain_pod(cfg: KubeSchedulerConfiguration, client: ApiClient, pod_ref: str
     out = [f"Pod {pod_ref} (schedulerName {pod.scheduler_name}, priority {pod.priority}), "
            f"{scheduler.snapshot.num_nodes()} node(s)\n\n"]
     if scheduler.snapshot.num_nodes() == 0:
-        return out[0] + "no nodes available to schedule pods\n"
-    explain: dict = {}
+        return out[0] + NO_NODES_AVAILABLE + "\n"
     state = CycleState()
-    feasible, diagnosis = scheduler.find_nodes_that_fit_pod(fwk, state, pod, explain)
+    feasible, diagnosis = _filter_every_node(scheduler, fwk, state, pod)
     rows = []
     feasible_names = {n.name for n in feasible}
     for node in scheduler.snapshot.node_info_list:

@@ -2,7 +2,7 @@
 
     python lab/demo.py nodes --prefix demo-node- --count 3   create the missing fake nodes
     python lab/demo.py delete-nodes --prefix demo-node-      delete the nodes with that prefix
-    python lab/demo.py workloads                             the demo's S2, S3, S5, S6 pods, afresh
+    python lab/demo.py workloads                             the demo's pods, afresh
     python lab/demo.py wait                                  until each demo pod is where its scenario says
     python lab/demo.py table                                 where each demo pod landed, and why
     python lab/demo.py delete-workloads                      remove the demo's namespaces
@@ -73,7 +73,7 @@ def cmd_delete_nodes(core_v1, args) -> int:
 
 # The demo's cluster (lab/demo.sh and inventories/lab make it so): demo-node-0 is tainted
 # app=blue:NoSchedule and labelled color=blue, demo-node-1 is labelled size=Large, demo-node-2
-# is plain, and demo-node-notready-0 carries the not-ready taint until S2 lifts it. 4 CPU each.
+# is plain, and demo-node-notready-0 carries the not-ready taint until the demo lifts it. 4 CPU each.
 DEMO_NAMESPACES = {"demo-s2": "S2 the not-ready taint", "demo-s3": "S3 dedicated nodes",
                    "demo-s5": "S5 priority and preemption", "demo-s6": "S6 a second scheduler"}
 PAUSE = "registry.k8s.io/pause:3.10"

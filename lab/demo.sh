@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the local lab (make demo / make demo-down):
 #   demo.sh up     fake nodes, 3 container masters, site.yml for the default scheduler and for
-#                  my-scheduler, workloads for S2, S3, S5, S6, and a table of where each pod
+#                  my-scheduler, workloads (not-ready taint, dedicated nodes, preemption,
+#                  the second scheduler), and a table of where each pod
 #                  landed and why. Safe to run again.
 #   demo.sh down   remove the containers and every demo object from the lab API server.
 # Needs the lab API server (make lab-up), Docker and the base image (make setup).

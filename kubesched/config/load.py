@@ -7,7 +7,6 @@ what to fix. Nothing here contacts the cluster.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import yaml
@@ -23,7 +22,9 @@ from kubesched.config.types import (
     PluginRef,
     PluginSet,
     Profile,
+    parse_duration,
 )
+from kubesched.plugins import names as plugin_names
 
 # Upstream's MaxTotalScore is math.MaxInt64; a weight times MaxNodeScore must stay below it.
 MAX_WEIGHT = (2**63 - 1) // 100
@@ -86,29 +87,6 @@ _SCHEMA = {
     "delayCacheUntilActive": "bool",
 }
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go duration string ("15s", "1m30s", "500ms"), as time.ParseDuration reads it."""
-    s = text.strip()
-    sign = -1.0 if s.startswith("-") else 1.0
-    s = s.lstrip("+-")
-    if s == "0":
-        return 0.0
-    if not s:
-        raise ValueError(f"invalid duration {text!r}")
-    total, pos = 0.0, 0
-    for match in _DURATION_PART.finditer(s):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        pos = match.end()
-    if pos != len(s):
-        raise ValueError(f"invalid duration {text!r} (use a Go duration such as 15s, 1m30s or 500ms)")
-    return sign * total
-
 
 def _type_name(value: Any) -> str:
     return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list",
@@ -166,10 +144,10 @@ def _decode(value: Any, spec: Any, path: str) -> Any:
 # (mergePluginSet in default_plugins.go).
 # ---------------------------------------------------------------------------------------------
 
-def _plugin_registry() -> tuple[dict[str, type], list[tuple[str, int]]]:
-    from kubesched.plugins.registry import DEFAULT_PLUGINS, REGISTRY
-
-    return REGISTRY, DEFAULT_PLUGINS
+def _plugin_names() -> tuple[frozenset[str], list[tuple[str, int]], frozenset[str]]:
+    """The plugin names a profile may use, the default profile, and the queueSort plugins
+    (a seam: the unit tests put their fake plugins' names here)."""
+    return plugin_names.IN_TREE_PLUGINS, plugin_names.DEFAULT_PLUGINS, plugin_names.QUEUE_SORT_PLUGINS
 
 
 def _plugin_set(raw: dict | None) -> PluginSet:
@@ -234,7 +212,7 @@ def _profile(raw: dict, index: int, default_plugins: list[tuple[str, int]]) -> P
 # Validation (pkg/scheduler/apis/config/validation), with one message per problem.
 # ---------------------------------------------------------------------------------------------
 
-def _validate_profile_plugins(profile: Profile, raw: dict, registry: dict[str, type]) -> None:
+def _validate_profile_plugins(profile: Profile, raw: dict, known: frozenset[str]) -> None:
     raw_plugins = raw.get("plugins") or {}
     for point, raw_set in raw_plugins.items():
         for kind in ("enabled", "disabled"):
@@ -245,17 +223,17 @@ def _validate_profile_plugins(profile: Profile, raw: dict, registry: dict[str, t
                     raise ConfigError(f"{where}.name", "required: the plugin's name")
                 if name == "*" and kind == "disabled":
                     continue
-                if name not in registry:
+                if name not in known:
                     raise ConfigError(f"{where}.name", f"unknown plugin {name!r}; known plugins: "
-                                                       f"{', '.join(sorted(registry))}")
+                                                       f"{', '.join(sorted(known))}")
                 weight = plugin.get("weight")
                 if weight is not None and not 0 <= weight <= MAX_WEIGHT:
                     raise ConfigError(f"{where}.weight", f"must be a non-negative integer (0 means the "
                                                          f"default weight 1), got {weight}")
     for name, where in profile.plugin_config_paths.items():
-        if name not in registry:
+        if name not in known:
             raise ConfigError(f"{where}.name", f"unknown plugin {name!r}; known plugins: "
-                                               f"{', '.join(sorted(registry))}")
+                                               f"{', '.join(sorted(known))}")
 
 
 def validate_leader_election(le: LeaderElection) -> None:
@@ -299,7 +277,7 @@ def _validate(cfg: KubeSchedulerConfiguration, raw: dict) -> None:
         raise ConfigError("clientConnection.burst", f"must not be negative, got {cc.burst}")
     if raw.get("extenders"):
         _validate_extenders(raw["extenders"])
-    registry, _unused = _plugin_registry()
+    known, _unused, queue_sort = _plugin_names()
     seen: dict[str, int] = {}
     for i, profile in enumerate(cfg.profiles):
         raw_profile = (raw.get("profiles") or [{}])[i] if raw.get("profiles") else {}
@@ -310,24 +288,24 @@ def _validate(cfg: KubeSchedulerConfiguration, raw: dict) -> None:
         pct = profile.percentage_of_nodes_to_score
         if pct is not None and not 0 <= pct <= 100:
             raise ConfigError(f"profiles[{i}].percentageOfNodesToScore", f"must be in the range [0, 100], got {pct}")
-        _validate_profile_plugins(profile, raw_profile, registry)
+        _validate_profile_plugins(profile, raw_profile, known)
     # Upstream requires every profile to share the queueSort plugin and its args, because there
     # is one queue for all profiles.
     if len(cfg.profiles) > 1:
-        first = _queue_sort(cfg.profiles[0], registry)
+        first = _queue_sort(cfg.profiles[0], queue_sort)
         for i, profile in enumerate(cfg.profiles[1:], start=1):
-            if _queue_sort(profile, registry) != first:
+            if _queue_sort(profile, queue_sort) != first:
                 raise ConfigError(f"profiles[{i}].plugins.queueSort",
                                   "must be the same for all profiles (one queue serves them all)")
 
 
-def _queue_sort(profile: Profile, registry: dict[str, type]) -> tuple:
+def _queue_sort(profile: Profile, queue_sort: frozenset[str]) -> tuple:
     """The profile's queueSort plugins (explicit, then multiPoint) and their args."""
     names = [p.name for p in profile.plugins["queueSort"].enabled]
     disabled = {p.name for p in profile.plugins["queueSort"].disabled}
     if "*" not in disabled:
         names += [p.name for p in profile.plugins["multiPoint"].enabled
-                  if p.name not in disabled and p.name not in names and hasattr(registry.get(p.name), "less")]
+                  if p.name not in disabled and p.name not in names and p.name in queue_sort]
     return tuple(names), tuple(repr(profile.plugin_config.get(n)) for n in names)
 
 
@@ -379,7 +357,7 @@ def _parse(raw: Any, source: str) -> KubeSchedulerConfiguration:
     for key, attr in (("kubeconfig", "kubeconfig"), ("qps", "qps"), ("burst", "burst"),
                       ("contentType", "content_type"), ("acceptContentTypes", "accept_content_types")):
         _set(cc_raw, key, cfg.client_connection, attr)
-    _unused, default_plugins = _plugin_registry()
+    _unused, default_plugins, _unused = _plugin_names()
     raw_profiles = raw.get("profiles") or [{}]
     cfg.profiles = [_profile(p or {}, i, default_plugins) for i, p in enumerate(raw_profiles)]
     _validate(cfg, raw)

@@ -6,6 +6,7 @@ message names the camelCase path the user wrote.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,30 @@ EXTENSION_POINT_METHODS = {
     "reserve": "reserve", "permit": "permit", "preBind": "pre_bind", "bind": "bind",
     "postBind": "post_bind",
 }
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go duration string ("15s", "1m30s", "500ms"), as time.ParseDuration reads it."""
+    s = text.strip()
+    sign = -1.0 if s.startswith("-") else 1.0
+    s = s.lstrip("+-")
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ValueError(f"invalid duration {text!r}")
+    total, pos = 0.0, 0
+    for match in _DURATION_PART.finditer(s):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(s):
+        raise ValueError(f"invalid duration {text!r} (use a Go duration such as 15s, 1m30s or 500ms)")
+    return sign * total
 
 
 @dataclass

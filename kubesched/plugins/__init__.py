@@ -1,5 +1,5 @@
 """In-tree scheduling plugins, one per file, named as kube-scheduler names them.
 
-registry.REGISTRY maps every plugin name to its class and registry.DEFAULT_PLUGINS is the
-v1 default profile. Each plugin implements only the extension points upstream's does.
+names.py lists the plugins and the v1 default profile by name; registry.REGISTRY maps each
+name to its class. helper/ holds what several plugins share, one file per concern. Each plugin implements only the extension points upstream's does.
 """

@@ -34,7 +34,8 @@ from kubesched import metrics
 from kubesched.framework.fit_error import Diagnosis, FitError, NodeToStatus
 from kubesched.framework.interface import Code, PluginArgsError, Status, is_success
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import SelectorError, args_dict, check_known_fields, int_arg, label_selector
+from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
+from kubesched.plugins.helper.selectors import SelectorError, label_selector
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.config.load import parse_duration
+from kubesched.config.types import parse_duration
 from kubesched.framework.interface import ClusterEvent, Code, PluginArgsError, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import UNSUPPORTED_CLAIMS_ADVICE, args_dict, check_known_fields
+from kubesched.plugins.helper.args import args_dict, check_known_fields
+from kubesched.plugins.helper.volumes import UNSUPPORTED_CLAIMS_ADVICE
 
 
 def _duration(args: dict, key: str, default: float) -> float:

@@ -24,16 +24,9 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import (
-    NOTHING,
-    ClusterObjects,
-    Selector,
-    SelectorError,
-    args_dict,
-    check_known_fields,
-    int_arg,
-    label_selector,
-)
+from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
+from kubesched.plugins.helper.cluster_objects import ClusterObjects
+from kubesched.plugins.helper.selectors import NOTHING, Selector, SelectorError, label_selector
 
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"

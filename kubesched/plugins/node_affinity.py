@@ -20,18 +20,15 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import (
+from kubesched.plugins.helper.args import args_dict, check_known_fields, dict_arg
+from kubesched.plugins.helper.node_affinity import (
     OBJECT_NAME_FIELD,
     NodeSelector,
     PreferredSchedulingTerms,
     RequiredNodeAffinity,
-    SelectorError,
-    args_dict,
-    check_known_fields,
-    default_normalize_score,
-    default_normalize_values,
-    dict_arg,
 )
+from kubesched.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
+from kubesched.plugins.helper.selectors import SelectorError
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"

@@ -12,7 +12,7 @@ from typing import Any
 from kubesched.framework.columns import columns_and_rows, within_exact_range
 from kubesched.framework.interface import Code, PluginArgsError, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import args_dict, check_known_fields, list_arg, resource_specs
+from kubesched.plugins.helper.args import args_dict, check_known_fields, list_arg, resource_specs
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     balanced_resource_scorer,

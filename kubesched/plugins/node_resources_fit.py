@@ -23,14 +23,8 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.framework.types import NodeInfo, PodInfo, Resource, is_extended_resource_name
-from kubesched.plugins.helper import (
-    args_dict,
-    check_known_fields,
-    dict_arg,
-    list_arg,
-    qualified_name_error,
-    resource_specs,
-)
+from kubesched.plugins.helper.args import args_dict, check_known_fields, dict_arg, list_arg, resource_specs
+from kubesched.plugins.helper.selectors import qualified_name_error
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     allocated_score_cpu_memory,

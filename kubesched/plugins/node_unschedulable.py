@@ -7,7 +7,7 @@ from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo, Taint
-from kubesched.plugins.helper import NO_SCHEDULE, tolerations_tolerate_taint
+from kubesched.plugins.helper.taint import NO_SCHEDULE, tolerations_tolerate_taint
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"

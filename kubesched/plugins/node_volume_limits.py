@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from kubesched.framework.interface import Code, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import UNSUPPORTED_CLAIMS_ADVICE, pod_volume_claims, unsupported_volume_claims_reason
+from kubesched.plugins.helper.volumes import (
+    UNSUPPORTED_CLAIMS_ADVICE,
+    pod_volume_claims,
+    unsupported_volume_claims_reason,
+)
 from kubesched.plugins.volume_binding import ClaimsUnsupported
 
 

@@ -26,21 +26,19 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import (
+from kubesched.plugins.helper.args import args_dict, check_known_fields, list_arg
+from kubesched.plugins.helper.cluster_objects import ClusterObjects
+from kubesched.plugins.helper.node_affinity import RequiredNodeAffinity
+from kubesched.plugins.helper.selectors import (
     LABEL_HOSTNAME,
     LABEL_TOPOLOGY_ZONE,
-    ClusterObjects,
-    RequiredNodeAffinity,
     Selector,
     SelectorError,
-    args_dict,
-    check_known_fields,
-    find_untolerated_taint,
     label_selector,
-    list_arg,
     qualified_name_error,
     selector_from_set,
 )
+from kubesched.plugins.helper.taint import find_untolerated_taint
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"

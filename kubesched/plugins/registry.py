@@ -1,9 +1,7 @@
-"""Every in-tree plugin by name, and the v1 default profile (kube-scheduler 1.37).
+"""Every in-tree plugin's class by name (upstream plugins/registry.go).
 
-DEFAULT_PLUGINS is getDefaultPlugins() of pkg/scheduler/apis/config/v1/default_plugins.go
-with 1.37's default feature gates applied: DynamicResources (DRA is GA) before
-DefaultPreemption, and NodeDeclaredFeatures (GA in 1.37) appended. A weight of 0 means the
-profile sets none; the framework then gives a Score plugin weight 1, as upstream does.
+The names and the default profile are in names.py, which the configuration reads; only
+the framework's assembly needs the classes.
 """
 
 from __future__ import annotations
@@ -51,26 +49,3 @@ REGISTRY: dict[str, type] = {cls.name: cls for cls in (
     DefaultBinder,
     NodeDeclaredFeatures,
 )}
-
-DEFAULT_PLUGINS: list[tuple[str, int]] = [
-    ("SchedulingGates", 0),
-    ("PrioritySort", 0),
-    ("NodeName", 0),
-    ("NodeUnschedulable", 0),
-    ("TaintToleration", 3),
-    ("NodeAffinity", 2),
-    ("NodePorts", 0),
-    ("NodeResourcesFit", 1),
-    ("VolumeRestrictions", 0),
-    ("NodeVolumeLimits", 0),
-    ("VolumeBinding", 0),
-    ("VolumeZone", 0),
-    ("PodTopologySpread", 2),
-    ("InterPodAffinity", 2),
-    ("DynamicResources", 2),
-    ("DefaultPreemption", 0),
-    ("NodeResourcesBalancedAllocation", 1),
-    ("ImageLocality", 1),
-    ("DefaultBinder", 0),
-    ("NodeDeclaredFeatures", 0),
-]

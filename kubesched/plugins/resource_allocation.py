@@ -25,7 +25,8 @@ from kubesched.framework.types import (
     compute_pod_requests,
     is_scalar_resource_name,
 )
-from kubesched.plugins.helper import check_known_fields, go_div, int_arg
+from kubesched.plugins.helper.args import check_known_fields, int_arg
+from kubesched.plugins.helper.integer import go_div
 
 DEFAULT_RESOURCES: list[tuple[str, int]] = [(CPU, 1), (MEMORY, 1)]
 MAX_UTILIZATION = 100

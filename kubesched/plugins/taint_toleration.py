@@ -21,13 +21,8 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import (
-    DO_NOT_SCHEDULE_EFFECTS,
-    PREFER_NO_SCHEDULE,
-    default_normalize_score,
-    default_normalize_values,
-    tolerations_tolerate_taint,
-)
+from kubesched.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
+from kubesched.plugins.helper.taint import DO_NOT_SCHEDULE_EFFECTS, PREFER_NO_SCHEDULE, tolerations_tolerate_taint
 
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 PRE_SCORE_STATE_KEY = "PreScoreTaintToleration"

@@ -12,13 +12,8 @@ from typing import Any
 
 from kubesched.framework.interface import ClusterEvent, Code, PluginArgsError, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import (
-    args_dict,
-    check_known_fields,
-    int_arg,
-    pod_volume_claims,
-    unsupported_volume_claims_reason,
-)
+from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
+from kubesched.plugins.helper.volumes import pod_volume_claims, unsupported_volume_claims_reason
 from kubesched.plugins.resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, validate_shape
 
 DEFAULT_SHAPE = [(0, MAX_CUSTOM_PRIORITY_SCORE), (100, 0)]

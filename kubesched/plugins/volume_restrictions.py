@@ -12,7 +12,7 @@ from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper import pod_volume_claims, unsupported_volume_claims_reason
+from kubesched.plugins.helper.volumes import pod_volume_claims, unsupported_volume_claims_reason
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 _RESTRICTED_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: kubesched maintainers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """Local parsing of Kubernetes label selectors, so a malformed one fails before any API call.
 

@@ -11,10 +11,10 @@ from datetime import datetime
 
 import pytest
 
-from bench.cluster import BENCH_LABEL, Cluster
-from bench.measure import percentile
-from bench.report import TABLE_BEGIN, TABLE_END, merge_results
-from bench.workloads import select
+from tests.bench.cluster import BENCH_LABEL, Cluster
+from tests.bench.measure import percentile
+from tests.bench.report import TABLE_BEGIN, TABLE_END, merge_results
+from tests.bench.workloads import select
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SCHEDULERS = ("raw-binder", "kube-scheduler", "kubesched")
@@ -24,7 +24,7 @@ SCHEDULERS = ("raw-binder", "kube-scheduler", "kubesched")
 def smoke_run(lab_kubeconfig, tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     paths = {"results": out / "latest.json", "docs": out / "performance.md", "plot": out / "throughput.png"}
-    command = [sys.executable, "-m", "bench", "--workload", "Smoke", "--kubeconfig", lab_kubeconfig,
+    command = [sys.executable, "-m", "tests.bench", "--workload", "Smoke", "--kubeconfig", lab_kubeconfig,
                "--scheduler", ",".join(SCHEDULERS), "--workdir", str(out / "work"), "--run-timeout", "120"]
     for option, path in paths.items():
         command += [f"--{option}", str(path)]

@@ -17,8 +17,15 @@ import pytest
 import yaml
 
 # One kubesched process class for every harness: the reliability suites' (which need no pytest).
-from reliability.cluster import ROOT
-from reliability.instances import API_VERSION, KUBESCHED, KubeschedInstance, KubeschedNotReady, free_port, wait_until
+from lab.private_lab import ROOT
+from tests.reliability.instances import (
+    API_VERSION,
+    KUBESCHED,
+    KubeschedInstance,
+    KubeschedNotReady,
+    free_port,
+    wait_until,
+)
 
 __all__ = ["API_VERSION", "KUBESCHED", "ROOT", "ApiProxy", "KubeschedProcess", "events_for", "free_port", "node_of",
            "pod_manifest", "settle_taints", "wait_for", "write_config", "write_unreachable_kubeconfig"]

@@ -1,14 +1,16 @@
-"""Placement agreement between kubesched and the pinned kube-scheduler on S3, S4 and S9.
+"""Placement agreement between kubesched and the pinned kube-scheduler on three workloads:
+dedicated nodes (selectors, affinity, tolerations), resources, and spreading (20 equal pods
+over 5 equal nodes).
 
 For each workload: create the nodes, start one scheduler, create the pods one at a time (same
 specs, same order), each once the previous one is bound or reported unschedulable, record
 where each pod went and the FailedScheduling message, delete the pods, and repeat with the
 other scheduler.
 
-    .venv/bin/python tests/integration/kubesched/placement_agreement.py [--workload S3 ...]
+    .venv/bin/python tests/integration/kubesched/placement_agreement.py [--workload dedicated ...]
 
 Ties between equally scored nodes are broken at random by both schedulers, so the report
-gives exact agreement and, for spreading (S9), the per-node counts, which must match.
+gives exact agreement and, for spreading, the per-node counts, which must match.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def required(*expressions: tuple) -> dict:
         term(*expressions)]}}}
 
 
-def s3() -> tuple[list[dict], list[dict]]:
+def dedicated() -> tuple[list[dict], list[dict]]:
     """Dedicated nodes: taints, tolerations, selectors, every affinity operator."""
     nodes = [
         {"name": "blue", "labels": {"color": "blue", "size": "Large", "gen": "5"},
@@ -86,7 +88,7 @@ def s3() -> tuple[list[dict], list[dict]]:
     return nodes, pods
 
 
-def s4() -> tuple[list[dict], list[dict]]:
+def resources() -> tuple[list[dict], list[dict]]:
     """Resources in every quantity form, init containers, overhead, and pods that fit nowhere."""
     nodes = [{"name": f"r{i}", "cpu": cpu, "memory": mem} for i, (cpu, mem) in
              enumerate([("2", "4Gi"), ("4", "8Gi"), ("4", "16Gi"), ("8", "32Gi")])]
@@ -107,13 +109,13 @@ def s4() -> tuple[list[dict], list[dict]]:
     return nodes, pods
 
 
-def s9() -> tuple[list[dict], list[dict]]:
+def spread() -> tuple[list[dict], list[dict]]:
     nodes = [{"name": f"eq{i}"} for i in range(5)]
     pods = [{"name": f"spread-{i:02d}"} for i in range(20)]
     return nodes, pods
 
 
-WORKLOADS = {"S3": s3, "S4": s4, "S9": s9}
+WORKLOADS = {"dedicated": dedicated, "resources": resources, "spread": spread}
 
 
 # Other tests may add nodes to the shared lab meanwhile; every pod also selects this label, so

@@ -1,4 +1,4 @@
-"""S5 through kubesched: a high-priority pod preempts only as many low-priority pods as needed."""
+"""Preemption through kubesched: a high-priority pod preempts only as many low-priority pods as needed."""
 
 import json
 import uuid

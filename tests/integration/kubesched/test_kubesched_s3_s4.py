@@ -1,4 +1,4 @@
-"""S3 (dedicated nodes, selectors, affinity operators, tolerations) and S4 (resources) through
+"""Dedicated nodes (selectors, affinity operators, tolerations) and resources through
 kubesched. Pods arrive one at a time, as users create them; where two nodes tie, either is
 accepted (both kube-scheduler and kubesched pick at random). The messages are the ones the
 pinned kube-scheduler writes for the same pods on the same nodes."""
@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 from kubesched_lab import settle_taints
-from placement_agreement import pod_body, s3, s4
+from placement_agreement import dedicated, pod_body, resources
 
-S3_EXPECTED = {
+DEDICATED_EXPECTED = {
     "blue-dedicated": {"blue"},
     "no-toleration-blue-affinity": set(),
     "selector-large": {"large-a", "large-b"},
@@ -26,7 +26,7 @@ S3_EXPECTED = {
     "prefer-no-schedule-b": {"small-a"},
     "nowhere": set(),
 }
-S3_UNSCHEDULABLE = {
+DEDICATED_UNSCHEDULABLE = {
     "no-toleration-blue-affinity": "0/6 nodes are available: 1 node(s) had untolerated taint(s), 5 node(s) didn't "
                                    "match Pod's node affinity/selector. preemption: 0/6 nodes are available: 6 "
                                    "Preemption is not helpful for scheduling.",
@@ -38,7 +38,7 @@ S3_UNSCHEDULABLE = {
 # score 98 on LeastAllocated and 99 on BalancedAllocation), so later placements vary; the
 # outcomes do not.
 # More than any node's allocatable is unresolvable, so preemption is "not helpful".
-S4_UNSCHEDULABLE = {
+RESOURCES_UNSCHEDULABLE = {
     "too-much-cpu": "0/4 nodes are available: 4 Insufficient cpu. preemption: 0/4 nodes are available: 4 "
                     "Preemption is not helpful for scheduling.",
     "too-much-memory": "0/4 nodes are available: 4 Insufficient memory. preemption: 0/4 nodes are available: 4 "
@@ -80,30 +80,30 @@ def scheduler(run_kubesched):
     return name
 
 
-def test_s3_dedicated_nodes_selectors_and_affinity(scheduler, nodes, core_v1, namespace):
-    node_specs, pods = s3()
+def test_dedicated_nodes_selectors_and_affinity(scheduler, nodes, core_v1, namespace):
+    node_specs, pods = dedicated()
     short = make_nodes(core_v1, nodes, node_specs)
     pods.append({"name": "only-soft", "affinity": {"nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "gen", "operator": "In", "values": ["1"]}]}]}}}})
     placed = place_one_by_one(core_v1, namespace, scheduler, pods)
-    for name, allowed in S3_EXPECTED.items():
+    for name, allowed in DEDICATED_EXPECTED.items():
         node = short(placed[name]["node"])
         if allowed:
             assert node in allowed, f"{name} went to {node!r}, expected one of {sorted(allowed)}"
         else:
-            assert node == "" and placed[name]["message"] == S3_UNSCHEDULABLE[name], name
+            assert node == "" and placed[name]["message"] == DEDICATED_UNSCHEDULABLE[name], name
     assert short(placed["only-soft"]["node"]) == "soft"  # PreferNoSchedule steers, never blocks
 
 
-def test_s4_requests_fit_or_are_refused_as_upstream_words_it(scheduler, nodes, core_v1, namespace):
-    node_specs, pods = s4()
+def test_requests_fit_or_are_refused_as_upstream_words_it(scheduler, nodes, core_v1, namespace):
+    node_specs, pods = resources()
     short = make_nodes(core_v1, nodes, node_specs)
     placed = place_one_by_one(core_v1, namespace, scheduler, pods)
     assert short(placed["m100"]["node"]) in {"r2", "r3"}
     for name, result in placed.items():
-        if name in S4_UNSCHEDULABLE:
-            assert result["node"] == "" and result["message"] == S4_UNSCHEDULABLE[name], name
+        if name in RESOURCES_UNSCHEDULABLE:
+            assert result["node"] == "" and result["message"] == RESOURCES_UNSCHEDULABLE[name], name
         else:
             assert short(result["node"]) in {"r0", "r1", "r2", "r3"}, name
     # Every quantity form and the init/sidecar rules were understood: 8 cpu of fillers, the
@@ -120,7 +120,7 @@ def test_s4_requests_fit_or_are_refused_as_upstream_words_it(scheduler, nodes, c
     assert all(requested[n] <= capacity[n] for n in requested), requested
 
 
-def test_s4_limitrange_defaults_and_pod_overhead_count(scheduler, nodes, core_v1, api_client, namespace):
+def test_limitrange_defaults_and_pod_overhead_count(scheduler, nodes, core_v1, api_client, namespace):
     from kubernetes import client
 
     settle_taints(core_v1, nodes(1, cpu="1", zones=0))

@@ -1,4 +1,4 @@
-"""kubesched against the lab: S1 (bind + event), S2 (not-ready taint), S9 (spread), S7 (profiles).
+"""kubesched against the lab: a bind and its event, the not-ready taint, spreading, several profiles.
 
 Each test serves its own schedulerName, so a scheduler someone else runs against the shared
 lab never takes these pods, and kubesched never takes theirs."""

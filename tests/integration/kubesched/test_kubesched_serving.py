@@ -4,6 +4,7 @@ import ssl
 import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 import yaml
@@ -37,7 +38,8 @@ def test_metrics_need_a_client_certificate_signed_by_the_client_ca(run_kubesched
 
     test_kubesched_secure_port.py covers identities with and without an RBAC grant."""
     creds = load_kubeconfig(lab_kubeconfig)
-    sched = run_kubesched({}, "--client-ca-file", creds.ca_file, "--authentication-skip-lookup")
+    ca = str(Path(lab_kubeconfig).parent / "ca.crt")  # the lab the tests run on, shared or private
+    sched = run_kubesched({}, "--client-ca-file", ca, "--authentication-skip-lookup")
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from reliability.cluster import Cluster, PrivateLab
-from reliability.instances import stop_all
+from lab.private_lab import PrivateLab
+from tests.reliability.cluster import Cluster
+from tests.reliability.instances import stop_all
 
 
 @pytest.fixture(scope="session")

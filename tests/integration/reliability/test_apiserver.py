@@ -1,6 +1,6 @@
 """The API server restarts (with real 410s) or every connection is reset, mid-drain."""
 
-from reliability.apiserver import run_reset, run_restart
+from tests.reliability.apiserver import run_reset, run_restart
 
 
 def _assert_carried_on(m):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from reliability import bad_configs
+from tests.reliability import bad_configs
 
 
 def test_the_catalogue_has_at_least_fifteen_cases():

@@ -2,7 +2,7 @@
 
 import signal
 
-from reliability.failover import Durations, run_variant
+from tests.reliability.failover import Durations, run_variant
 
 DURATIONS = Durations(lease=6.0, renew=4.0, retry=1.0)
 SLACK = 2.0  # seconds for a loaded 2-CPU machine; the bounds come from the configured durations

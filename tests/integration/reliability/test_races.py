@@ -1,6 +1,6 @@
 """A pod deleted, or bound by someone else, between kubesched's decision and its bind."""
 
-from reliability import races
+from tests.reliability import races
 
 
 def test_races_between_decision_and_bind_leave_no_pod_stuck_and_the_cache_right(cluster, workdir):

@@ -5,8 +5,8 @@ import base64
 
 import pytest
 
-from reliability import security
-from reliability.result import SuiteResult
+from tests.reliability import security
+from tests.reliability.result import SuiteResult
 
 
 def _passed(result: SuiteResult) -> None:

@@ -8,7 +8,8 @@ from kubesched_fakes import FAKE_REGISTRY, FakeClient, node_raw, pod_raw
 
 from kubesched.config import parse_config
 from kubesched.framework.types import PodInfo
-from kubesched.scheduler import Scheduler, num_feasible_nodes_to_find, select_host, status_patch
+from kubesched.schedule_one import CLEAR_NOMINATION, num_feasible_nodes_to_find, select_host, status_patch
+from kubesched.scheduler import Scheduler
 
 BASE = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
@@ -170,11 +171,13 @@ def test_status_patch_is_skipped_when_nothing_changes():
     raw = pod_raw("p")
     raw["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                     "message": "same", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
-    assert status_patch(raw, "Unschedulable", "same", None, False) is None
-    patch = status_patch(raw, "Unschedulable", "different", None, False)
+    assert status_patch(raw, "Unschedulable", "same", None) is None
+    patch = status_patch(raw, "Unschedulable", "different", None)
     assert patch["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
     raw["status"]["nominatedNodeName"] = "n1"
-    assert status_patch(raw, "Unschedulable", "same", None, True) == {"status": {"nominatedNodeName": None}}
+    assert status_patch(raw, "Unschedulable", "same", CLEAR_NOMINATION) == {"status": {"nominatedNodeName": None}}
+    assert status_patch(raw, "Unschedulable", "same", "n1") is None
+    assert status_patch(raw, "Unschedulable", "same", "n2") == {"status": {"nominatedNodeName": "n2"}}
 
 
 def test_repeated_bind_failures_back_off_longer(fake_registry):

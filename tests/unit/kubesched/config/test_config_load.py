@@ -4,8 +4,8 @@ import pytest
 import yaml
 
 from kubesched.config import ConfigError, load_config, parse_config
-from kubesched.config.load import merge_plugin_set, parse_duration
-from kubesched.config.types import PluginRef, PluginSet
+from kubesched.config.load import merge_plugin_set
+from kubesched.config.types import PluginRef, PluginSet, parse_duration
 
 BASE = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 

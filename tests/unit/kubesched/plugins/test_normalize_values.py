@@ -6,7 +6,7 @@ import random
 import pytest
 
 from kubesched.framework.interface import NodeScore
-from kubesched.plugins.helper import default_normalize_score, default_normalize_values
+from kubesched.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
 
 
 @pytest.mark.parametrize("reverse", [False, True])

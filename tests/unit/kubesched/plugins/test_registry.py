@@ -2,7 +2,8 @@ import inspect
 
 import pytest
 
-from kubesched.plugins.registry import DEFAULT_PLUGINS, REGISTRY
+from kubesched.plugins.names import DEFAULT_PLUGINS, IN_TREE_PLUGINS, QUEUE_SORT_PLUGINS
+from kubesched.plugins.registry import REGISTRY
 
 UPSTREAM_1_37_DEFAULTS = [
     ("SchedulingGates", 0), ("PrioritySort", 0), ("NodeName", 0), ("NodeUnschedulable", 0),
@@ -18,10 +19,14 @@ def test_default_profile_is_upstream_1_37():
     assert DEFAULT_PLUGINS == UPSTREAM_1_37_DEFAULTS
 
 
-def test_every_default_plugin_is_registered_under_its_own_name():
-    assert {name for name, _unused in DEFAULT_PLUGINS} <= set(REGISTRY)
+def test_every_plugin_named_is_registered_under_its_own_name():
+    assert set(REGISTRY) == IN_TREE_PLUGINS
     for name, cls in REGISTRY.items():
         assert cls.name == name
+
+
+def test_the_queue_sort_names_are_the_plugins_that_sort():
+    assert QUEUE_SORT_PLUGINS == {name for name, cls in REGISTRY.items() if hasattr(cls, "less")}
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))

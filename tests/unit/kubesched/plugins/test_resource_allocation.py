@@ -5,7 +5,7 @@ import random
 import pytest
 from plugin_builders import make_node, make_pod, place
 
-from kubesched.plugins.helper import go_div
+from kubesched.plugins.helper.integer import go_div
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     allocated_score_cpu_memory,

@@ -1,0 +1,217 @@
+"""What the informers' events do to the scheduler's cache and queue (upstream eventhandlers.go).
+
+A bound pod goes to the cache; a pending pod this scheduler serves goes to the queue; a
+change a scheduling decision reads (a node's taints, labels, allocatable, conditions; a
+bound pod that leaves or shrinks) moves the unschedulable pods that care back to the queue.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from kubesched.backend.cache import SchedulerCache
+from kubesched.backend.informer import Informer
+from kubesched.backend.queue import SchedulingQueue
+from kubesched.backend.trim import trim_node, trim_pod
+from kubesched.client import ApiClient
+from kubesched.framework.interface import ActionType, ClusterEvent, EventResource, Status
+from kubesched.framework.types import PodInfo
+
+if TYPE_CHECKING:
+    from kubesched.framework.runtime import Framework
+
+# Objects plugins read beside nodes and pods (namespace selectors of InterPodAffinity, the
+# default spreading constraints of PodTopologySpread), each kept by its own informer.
+OBJECT_PATHS = {
+    "namespaces": "/api/v1/namespaces",
+    "services": "/api/v1/services",
+    "replicationcontrollers": "/api/v1/replicationcontrollers",
+    "replicasets": "/apis/apps/v1/replicasets",
+    "statefulsets": "/apis/apps/v1/statefulsets",
+    "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
+}
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def node_scheduling_properties_change(old: dict, new: dict) -> ActionType:
+    """Which node properties a scheduling decision reads changed (nodeSchedulingPropertiesChange)."""
+    action = ActionType(0)
+    os_, ns = old.get("spec") or {}, new.get("spec") or {}
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    ost, nst = old.get("status") or {}, new.get("status") or {}
+    if bool(os_.get("unschedulable")) != bool(ns.get("unschedulable")) or os_.get("taints") != ns.get("taints"):
+        action |= ActionType.UPDATE_NODE_TAINT
+    if ost.get("allocatable") != nst.get("allocatable"):
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if om.get("labels") != nm.get("labels"):
+        action |= ActionType.UPDATE_NODE_LABEL
+    if [(c.get("type"), c.get("status")) for c in ost.get("conditions") or ()] != \
+            [(c.get("type"), c.get("status")) for c in nst.get("conditions") or ()]:
+        action |= ActionType.UPDATE_NODE_CONDITION
+    if om.get("annotations") != nm.get("annotations"):
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    return action
+
+
+def is_terminal(raw: dict) -> bool:
+    return (raw.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+
+def assigned(raw: dict) -> bool:
+    return bool((raw.get("spec") or {}).get("nodeName"))
+
+
+class EventHandlers:
+    """The Scheduler's informer side; scheduler.py assembles the attributes used here."""
+
+    client: ApiClient | None
+    cache: SchedulerCache
+    queue: SchedulingQueue
+    frameworks: dict[str, Framework]
+    object_informers: dict[str, Informer]
+    node_informer: Informer | None
+    pod_informer: Informer | None
+
+    def responsible_for(self, pod: PodInfo) -> bool:
+        return pod.scheduler_name in self.frameworks
+
+    def _pre_enqueue(self, pod: PodInfo) -> Status | None:
+        fwk = self.frameworks.get(pod.scheduler_name)
+        return fwk.run_pre_enqueue_plugins(pod) if fwk is not None else None
+
+    def on_node_add(self, raw: dict) -> None:
+        self.cache.add_node(raw)
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd"))
+
+    def on_node_update(self, old: dict, new: dict) -> None:
+        self.cache.update_node(new)
+        action = node_scheduling_properties_change(old, new)
+        if action:
+            self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, action, "NodeUpdate"))
+
+    def on_node_delete(self, raw: dict) -> None:
+        self.cache.remove_node((raw.get("metadata") or {}).get("name", ""))
+
+    def on_pod_add(self, raw: dict) -> None:
+        if assigned(raw):
+            if is_terminal(raw):
+                return
+            pod = PodInfo(raw)
+            self.cache.add_pod(pod)
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"))
+            return
+        pod = PodInfo(raw)
+        if self.responsible_for(pod) and not is_terminal(raw):
+            self.queue.add(pod)
+
+    def on_pod_update(self, old_raw: dict, new_raw: dict) -> None:
+        if assigned(new_raw):
+            self._on_assigned_pod_update(old_raw, new_raw)
+            return
+        if ((new_raw.get("spec") or {}).get("schedulerName") or "default-scheduler") not in self.frameworks:
+            return
+        new_pod = PodInfo(new_raw)
+        if is_terminal(new_raw):
+            self.queue.delete(new_pod)
+            return
+        self.queue.update(PodInfo(old_raw), new_pod)
+
+    def _on_assigned_pod_update(self, old_raw: dict, new_raw: dict) -> None:
+        # Hot path: every bind comes back here, so the old object is parsed only when needed.
+        was_assigned = assigned(old_raw)
+        if was_assigned and not is_terminal(new_raw) and old_raw.get("spec") == new_raw.get("spec") and \
+                (old_raw.get("metadata") or {}).get("labels") == (new_raw.get("metadata") or {}).get("labels"):
+            return  # a status-only change: nothing the scheduler reads
+        new_pod = PodInfo(new_raw)
+        if not was_assigned:
+            # Bound: leaves the queue, enters (or confirms in) the cache.
+            self.queue.delete(new_pod)
+        if is_terminal(new_raw):
+            self.cache.remove_pod(new_pod)
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
+            return
+        self.cache.update_pod(new_pod)
+        if not was_assigned:
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"))
+            return
+        action = ActionType(0)
+        if (old_raw.get("metadata") or {}).get("labels") != (new_raw.get("metadata") or {}).get("labels"):
+            action |= ActionType.UPDATE_POD_LABEL
+        if PodInfo(old_raw).requests != new_pod.requests:
+            action |= ActionType.UPDATE_POD_SCALE_DOWN
+        if action:
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(EventResource.ASSIGNED_POD, action, "AssignedPodUpdate"))
+
+    def on_pod_delete(self, raw: dict) -> None:
+        pod = PodInfo(raw)
+        if assigned(raw):
+            self.queue.delete(pod)
+            self.cache.remove_pod(pod)
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
+            return
+        if self.responsible_for(pod):
+            self.queue.delete(pod)
+
+    def _pdbs(self) -> list[dict]:
+        return self.list_objects("poddisruptionbudgets")
+
+    def list_objects(self, resource: str, namespace: str | None = None) -> list[dict]:
+        informer = self.object_informers.get(resource)
+        if informer is not None and informer.synced.is_set():
+            items = informer.list()
+        elif self.client is not None:
+            # Not watching (explain, tests): read the API directly.
+            items = self.client.list(OBJECT_PATHS[resource]).get("items") or []
+        else:
+            return []
+        if namespace is None:
+            return items
+        return [o for o in items if (o.get("metadata") or {}).get("namespace") == namespace]
+
+    def current_pod(self, pod: PodInfo) -> dict | None:
+        """The pod as the informer last saw it (None once deleted); the pod itself when not watching."""
+        return self.pod_informer.get(pod.key) if self.pod_informer is not None else pod.raw
+
+    def start_informers(self, stop: threading.Event) -> None:
+        if self.client is None:
+            raise RuntimeError("start_informers needs an API client")
+        self.node_informer = Informer(self.client, "/api/v1/nodes", name="nodes", on_add=self.on_node_add,
+                                      on_update=self.on_node_update, on_delete=self.on_node_delete,
+                                      page_size=500, transform=trim_node).start(stop)
+        self.pod_informer = Informer(self.client, "/api/v1/pods", name="pods", on_add=self.on_pod_add,
+                                     on_update=self.on_pod_update, on_delete=self.on_pod_delete,
+                                     page_size=500, transform=trim_pod).start(stop)
+        for resource, path in OBJECT_PATHS.items():
+            self.object_informers[resource] = Informer(
+                self.client, path, name=resource, on_add=_ignore, on_update=_ignore_update,
+                on_delete=_ignore, page_size=500).start(stop)
+
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for informer in (self.node_informer, self.pod_informer, *self.object_informers.values()):
+            if informer is None:
+                return False
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not informer.synced.wait(remaining):
+                return False
+        return True
+
+    def caches_synced(self) -> bool:
+        informers = (self.node_informer, self.pod_informer, *self.object_informers.values())
+        return len(self.object_informers) == len(OBJECT_PATHS) and all(
+            i is not None and i.synced.is_set() for i in informers)
+
+
+def _ignore(_obj: dict) -> None:
+    pass
+
+
+def _ignore_update(_old: dict, _new: dict) -> None:
+    pass

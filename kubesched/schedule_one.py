@@ -1,0 +1,468 @@
+"""One scheduling cycle, then the binding cycle on a worker thread (upstream schedule_one.go).
+
+schedule_one pops nothing itself: the loop in scheduler.py hands it a pod. The scheduling
+cycle (PreFilter, Filter, PostFilter on failure, PreScore, Score, select a host, assume,
+Reserve, Permit) returns a Status; every failure, of either cycle, reaches one handler,
+handle_scheduling_failure, which records the attempt, requeues the pod, sends the
+FailedScheduling event and patches the PodScheduled condition.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from kubesched import klog, metrics
+from kubesched.backend.cache import SchedulerCache
+from kubesched.backend.queue import Nominator, SchedulingQueue
+from kubesched.client import ApiClient
+from kubesched.config.types import KubeSchedulerConfiguration
+from kubesched.eventhandlers import assigned
+from kubesched.framework.fit_error import Diagnosis, FitError, truncate_message
+from kubesched.framework.interface import ActionType, ClusterEvent, Code, CycleState, EventResource, Status
+from kubesched.framework.snapshot import Snapshot
+from kubesched.framework.types import NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from kubesched.framework.runtime import Framework
+
+# numFeasibleNodesToFind constants (schedule_one.go).
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+# What a failure does to .status.nominatedNodeName (upstream NominatingInfo): None leaves it
+# as it is (ModeNoop), CLEAR_NOMINATION empties it, a node name sets it (ModeOverride).
+CLEAR_NOMINATION = ""
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """How many feasible nodes to find before scoring (upstream numFeasibleNodesToFind)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if percentage == 0:
+        # Go's int32 division truncates toward zero.
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    num_nodes = num_all_nodes * percentage // 100
+    return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def select_host(names: list[str], totals: list[int], rng: random.Random = random) -> str:  # type: ignore[assignment]
+    """The highest total; ties broken uniformly at random (the same distribution as
+    upstream's reservoir sampling, with one random draw instead of one per tie)."""
+    return names[select_host_index(totals, rng)]
+
+
+def select_host_index(totals: list[int], rng: random.Random = random) -> int:  # type: ignore[assignment]
+    """select_host's choice as an index into totals."""
+    best = max(totals)
+    if totals.count(best) == 1:  # hot path: C-level scans, no per-node Python
+        return totals.index(best)
+    tied = np.flatnonzero(np.asarray(totals) == best)
+    return int(tied[rng.randrange(len(tied))])
+
+
+class ScheduleResult:
+    """The chosen node, how many nodes were looked at, and, when the cycle failed, what the
+    failure does to the pod's nomination."""
+
+    __slots__ = ("suggested_host", "evaluated_nodes", "feasible_nodes", "nominating")
+
+    def __init__(self, suggested_host: str = "", evaluated_nodes: int = 0, feasible_nodes: int = 0,
+                 nominating: str | None = CLEAR_NOMINATION):
+        self.suggested_host = suggested_host
+        self.evaluated_nodes = evaluated_nodes
+        self.feasible_nodes = feasible_nodes
+        self.nominating = nominating
+
+
+class NoNodesAvailable(Exception):
+    def __str__(self) -> str:
+        return NO_NODES_AVAILABLE
+
+
+def status_patch(raw: dict, reason: str, message: str, nominating: str | None) -> dict | None:
+    """The pods/status patch for a failed attempt, or None when nothing would change
+    (upstream updatePod + podutil.UpdatePodCondition)."""
+    status = raw.get("status") or {}
+    existing = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), None)
+    patch_status: dict[str, Any] = {}
+    if existing is None or (existing.get("status"), existing.get("reason"), existing.get("message")) != \
+            ("False", reason, message):
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        transition = now if existing is None or existing.get("status") != "False" else \
+            existing.get("lastTransitionTime") or now
+        patch_status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": reason,
+                                       "message": message, "lastProbeTime": None,
+                                       "lastTransitionTime": transition}]
+    current_nnn = status.get("nominatedNodeName") or ""
+    if nominating is not None and nominating != current_nnn:
+        patch_status["nominatedNodeName"] = nominating or None
+    return {"status": patch_status} if patch_status else None
+
+
+class SchedulingCycle:
+    """The Scheduler's scheduling and binding cycles; scheduler.py assembles the attributes used here."""
+
+    cfg: KubeSchedulerConfiguration
+    client: ApiClient | None
+    rng: random.Random
+    cache: SchedulerCache
+    nominator: Nominator
+    snapshot: Snapshot
+    queue: SchedulingQueue
+    frameworks: dict[str, Framework]
+    next_start_node_index: int
+    bind_pool: ThreadPoolExecutor
+    binds_in_flight: int
+    binds_lock: threading.Lock
+    stop: threading.Event
+    _binding_goroutines: Any
+    _attempt_metrics: dict[tuple[str, str], tuple[Any, Any]]
+    current_pod: Callable[[PodInfo], dict | None]  # eventhandlers.EventHandlers.current_pod
+
+    def schedule_one(self, pod: PodInfo) -> None:
+        """Schedule one popped pod: the scheduling cycle here, the binding cycle on a worker."""
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None or self._skip_pod_schedule(fwk, pod):
+            self.queue.done(pod.uid)
+            return
+        if klog.V(3):
+            klog.info("Attempting to schedule pod", pod=pod.key)
+        start = time.perf_counter()
+        state = CycleState()
+        result, assumed, status = self.scheduling_cycle(fwk, state, pod)
+        if status is not None:
+            self.handle_scheduling_failure(fwk, pod, status, result.nominating, start)
+            return
+        with self.binds_lock:
+            self.binds_in_flight += 1
+            self._binding_goroutines.set(self.binds_in_flight)
+        self.bind_pool.submit(self.binding_cycle, fwk, state, pod, assumed, result, start)
+
+    def _skip_pod_schedule(self, fwk: Framework, pod: PodInfo) -> bool:
+        if pod.deleting:
+            fwk.event_recorder.eventf(pod.raw, "Warning", "FailedScheduling", "Scheduling",
+                                      f"skip schedule deleting pod: {pod.namespace}/{pod.name}")
+            return True
+        return self.cache.is_assumed(pod.uid) or self.cache.has_pod(pod.uid)
+
+    # =========================================================================================
+    # The scheduling cycle
+    # =========================================================================================
+
+    def scheduling_cycle(self, fwk: Framework, state: CycleState,
+                         pod: PodInfo) -> tuple[ScheduleResult, PodInfo | None, Status | None]:
+        """Select a node, assume the pod on it, Reserve and Permit. Returns the result, the
+        assumed pod and None; or, on failure, a result that carries the nomination and the Status."""
+        start = time.perf_counter()
+        try:
+            result = self.schedule_pod(fwk, state, pod)
+        except Exception as err:  # noqa: BLE001 - every failure becomes a Status for the failure handler
+            metrics.scheduling_algorithm_duration.observe(time.perf_counter() - start)
+            return self._schedule_pod_failure(fwk, state, pod, err)
+        metrics.scheduling_algorithm_duration.observe(time.perf_counter() - start)
+        host = result.suggested_host
+        try:
+            assumed = self.cache.assume_pod(pod, host)
+        except Exception as err:  # noqa: BLE001
+            return ScheduleResult(), None, Status(Code.ERROR, str(err), error=err)
+        self.nominator.delete_nominated_pod_if_exists(pod)
+        status = fwk.run_reserve_plugins_reserve(state, assumed, host)
+        if status is None:
+            status = fwk.run_permit_plugins(state, assumed, host)
+            if status is not None:
+                fwk.run_reserve_plugins_unreserve(state, assumed, host)
+        if status is None:
+            return result, assumed, None
+        self.cache.forget_pod(assumed)
+        if status.is_rejected():
+            diagnosis = Diagnosis()
+            diagnosis.node_to_status[host] = status
+            diagnosis.add_plugin_status(status)
+            fit = FitError(pod.key, 1, diagnosis)
+            status = Status(status.code, str(fit), plugin=status.plugin, error=fit)
+        return ScheduleResult(), None, status
+
+    def _schedule_pod_failure(self, fwk: Framework, state: CycleState, pod: PodInfo,
+                              err: Exception) -> tuple[ScheduleResult, None, Status]:
+        if isinstance(err, FitError):
+            nominating = None
+            if fwk.has_post_filter_plugins():
+                nominating, status = fwk.run_post_filter_plugins(state, pod, err.diagnosis.node_to_status)
+                err.diagnosis.post_filter_msg = status.message()
+                if status.code == Code.ERROR:
+                    klog.error("Status after running PostFilter plugins for pod", pod=pod.key,
+                               status=status.message())
+            return ScheduleResult(nominating=nominating), None, Status(Code.UNSCHEDULABLE, str(err), error=err)
+        if isinstance(err, NoNodesAvailable):
+            return ScheduleResult(), None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE)
+        klog.error("Error selecting node for pod", pod=pod.key, err=str(err))
+        return ScheduleResult(), None, Status(Code.ERROR, str(err), error=err)
+
+    def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult:
+        """Filter, score and select a node for pod (upstream schedulePod). Raises FitError."""
+        self.cache.update_snapshot(self.snapshot)
+        if self.snapshot.num_nodes() == 0:
+            raise NoNodesAvailable()
+        feasible, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod)
+        if not feasible:
+            raise FitError(pod.key, self.snapshot.num_nodes(), diagnosis)
+        if len(feasible) == 1:
+            return ScheduleResult(feasible[0].name, 1 + len(diagnosis.node_to_status), 1)
+        totals = self.prioritize_nodes(fwk, state, pod, feasible)
+        host = feasible[select_host_index(totals, self.rng)].name
+        return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
+
+    def pre_filter(self, fwk: Framework, state: CycleState, pod: PodInfo,
+                   diagnosis: Diagnosis) -> list[NodeInfo] | None:
+        """Run PreFilter: the nodes its result leaves to filter, or None when it rejected the
+        pod (recorded in diagnosis)."""
+        all_nodes = self.snapshot.node_info_list
+        pre_result, status, plugins = fwk.run_pre_filter_plugins(state, pod, all_nodes)
+        diagnosis.unschedulable_plugins = set(plugins)
+        if status is not None and not status.is_success():
+            if not status.is_rejected():
+                raise RuntimeError(status.message())
+            diagnosis.node_to_status.absent_nodes_status = status
+            diagnosis.pre_filter_msg = status.message()
+            diagnosis.add_plugin_status(status)
+            return None
+        if pre_result is None or pre_result.all_nodes():
+            return all_nodes
+        node_map = self.snapshot.node_info_map
+        diagnosis.node_to_status.absent_nodes_status = Status(
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]")
+        return sorted((node_map[n] for n in pre_result.node_names or () if n in node_map), key=lambda n: n.index)
+
+    def find_nodes_that_fit_pod(self, fwk: Framework, state: CycleState,
+                                pod: PodInfo) -> tuple[list[NodeInfo], Diagnosis]:
+        diagnosis = Diagnosis()
+        nodes = self.pre_filter(fwk, state, pod, diagnosis)
+        if nodes is None:
+            return [], diagnosis
+        if pod.nominated_node_name:
+            node = self.snapshot.get(pod.nominated_node_name)
+            if node is not None:
+                feasible = self.find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [node])
+                if feasible:
+                    return feasible, diagnosis
+        feasible = self.find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes)
+        processed = len(feasible) + len(diagnosis.node_to_status)
+        self.next_start_node_index = (self.next_start_node_index + processed) % len(self.snapshot.node_info_list)
+        return feasible, diagnosis
+
+    def find_nodes_that_pass_filters(self, fwk: Framework, state: CycleState, pod: PodInfo,
+                                     diagnosis: Diagnosis, nodes: list[NodeInfo]) -> list[NodeInfo]:
+        # Hot path: the per-node loop of the scheduler.
+        num_all = len(nodes)
+        if not num_all:
+            return []
+        percentage = fwk.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.cfg.percentage_of_nodes_to_score
+        to_find = num_feasible_nodes_to_find(percentage, num_all) if fwk.has_score_plugins() else 1
+        start_index = self.next_start_node_index
+        if not fwk.has_filter_plugins():
+            return [nodes[(start_index + i) % num_all] for i in range(min(to_find, num_all))]
+        started = time.perf_counter()
+        plugins = fwk.active_filter_plugins(state)
+        feasible: list[NodeInfo] = []
+        code = "Success"
+        position = 0
+        try:
+            # Chunks of exactly the number still needed: never more nodes are evaluated than
+            # node-by-node filtering would, so the round-robin start index moves the same.
+            while position < num_all and len(feasible) < to_find:
+                size = min(to_find - len(feasible), num_all - position)
+                first = (start_index + position) % num_all
+                chunk = nodes[first:first + size]
+                if len(chunk) < size:  # wrapped around the end of the node list
+                    chunk += nodes[:size - len(chunk)]
+                position += size
+                feasible += self.filter_nodes(fwk, state, pod, chunk, plugins, diagnosis)
+            return feasible
+        except Exception:
+            code = "Error"
+            raise
+        finally:
+            fwk.observe_duration("Filter", code, started)
+
+    def filter_nodes(self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
+                     plugins: list[Any], diagnosis: Diagnosis) -> list[NodeInfo]:
+        """The nodes that pass every filter, in order; each rejection recorded in diagnosis."""
+        if not self.nominator.has_nominated_pods():
+            feasible, rejected = fwk.run_filter_plugins_on_nodes(state, pod, nodes, plugins)
+        else:
+            # Nodes with nominated pods need the two-pass check; the rest go in one batch.
+            plain = [n for n in nodes if not self.nominator.nominated_pods_for_node(n.name)]
+            passed_plain, rejected = fwk.run_filter_plugins_on_nodes(state, pod, plain, plugins)
+            fits = {n.name for n in passed_plain}
+            for node in nodes:
+                if self.nominator.nominated_pods_for_node(node.name):
+                    status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node, plugins)
+                    if status is None or status.code == Code.SUCCESS:
+                        fits.add(node.name)
+                    elif status.code == Code.ERROR:
+                        raise RuntimeError(status.message())
+                    else:
+                        rejected.append((node, status))
+            feasible = [n for n in nodes if n.name in fits]
+        if rejected:
+            diagnosis.node_to_status.update((node.name, status) for node, status in rejected)
+            # Rejections share a few Status instances; each counts once in the diagnosis.
+            for status in {id(status): status for _unused, status in rejected}.values():
+                diagnosis.add_plugin_status(status)
+        return feasible
+
+    def prioritize_nodes(self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
+                         breakdown: dict[str, dict[str, int]] | None = None) -> list[int]:
+        if not fwk.has_score_plugins():
+            return [1] * len(nodes)
+        status = fwk.run_pre_score_plugins(state, pod, nodes)
+        if status is not None and not status.is_success():
+            raise RuntimeError(status.message())
+        return fwk.run_score_plugins(state, pod, nodes, breakdown)
+
+    # =========================================================================================
+    # The binding cycle, on a worker thread while the next pod is scheduled
+    # =========================================================================================
+
+    def binding_cycle(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
+                      result: ScheduleResult, start: float) -> None:
+        host = result.suggested_host
+        self.queue.done(pod.uid)
+        if self.stop.is_set():
+            # Leadership is gone or we are shutting down, and binds queued behind the client's
+            # rate limit must not land after the lease has passed on: the next leader may have
+            # decided differently. The pod stays Pending for it.
+            fwk.run_reserve_plugins_unreserve(state, assumed, host)
+            self.cache.forget_pod(assumed)
+            self._bind_finished()
+            return
+        status: Status | None
+        bind_start = time.perf_counter()
+        try:
+            status = fwk.run_pre_bind_plugins(state, assumed, host)
+            if status is None or status.is_success():
+                status = fwk.run_bind_plugins(state, assumed, host)
+        except Exception as err:  # noqa: BLE001 - a failed bind is retried, never fatal
+            status = Status(Code.ERROR, str(err), error=err)
+        finally:
+            self.cache.finish_binding(assumed)
+            metrics.binding_duration.observe(time.perf_counter() - bind_start)
+            self._bind_finished()
+        if status is not None and not status.is_success():
+            self.handle_binding_cycle_error(fwk, state, pod, assumed, host, status, start)
+            return
+        fwk.event_recorder.eventf(pod.raw, "Normal", "Scheduled", "Binding",
+                                  f"Successfully assigned {pod.namespace}/{pod.name} to {host}")
+        if klog.V(2):
+            klog.info("Successfully bound pod to node", pod=pod.key, node=host,
+                      evaluatedNodes=result.evaluated_nodes, feasibleNodes=result.feasible_nodes)
+        elapsed = time.perf_counter() - start
+        attempts, duration = self._attempt_series(metrics.SCHEDULED, fwk.profile_name)
+        attempts.inc()
+        duration.observe(elapsed)
+        metrics.pod_scheduling_attempts.observe(pod.attempts)
+        if pod.initial_attempt_ts:
+            metrics.pod_scheduling_sli_duration.labels(metrics.attempts_label(pod.attempts)).observe(
+                max(0.0, time.time() - pod.initial_attempt_ts))
+        fwk.run_post_bind_plugins(state, assumed, host)
+
+    def _bind_finished(self) -> None:
+        with self.binds_lock:
+            self.binds_in_flight -= 1
+            self._binding_goroutines.set(self.binds_in_flight)
+
+    def handle_binding_cycle_error(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
+                                   host: str, status: Status, start: float) -> None:
+        if klog.V(1):
+            klog.info("Failed to bind pod", pod=pod.key, node=host, err=status.message())
+        fwk.run_reserve_plugins_unreserve(state, assumed, host)
+        self.cache.forget_pod(assumed)
+        # The forgotten pod freed room, like a deleted pod would.
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"),
+            pre_check=lambda other: other.uid != pod.uid)
+        self.handle_scheduling_failure(fwk, pod, status, CLEAR_NOMINATION, start)
+
+    # =========================================================================================
+    # The one failure handler: attempt metrics, requeue, nomination, event, condition
+    # =========================================================================================
+
+    def _attempt_series(self, result: str, profile: str) -> tuple[Any, Any]:
+        """schedule_attempts_total and scheduling_attempt_duration_seconds for (result, profile),
+        resolved once: labels() takes a lock and a lookup on every call."""
+        key = (result, profile)
+        series = self._attempt_metrics.get(key)
+        if series is None:
+            series = self._attempt_metrics[key] = (metrics.schedule_attempts.labels(result, profile),
+                                                   metrics.scheduling_attempt_duration.labels(result, profile))
+        return series
+
+    def handle_scheduling_failure(self, fwk: Framework, pod: PodInfo, status: Status, nominating: str | None,
+                                  start: float) -> None:
+        """Every failed attempt ends here (upstream handleSchedulingFailure). A FitError in
+        status.error names the plugins whose events may make the pod schedulable; nominating
+        is what happens to its nominatedNodeName (see CLEAR_NOMINATION)."""
+        rejected = status.is_rejected()
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        attempts, duration = self._attempt_series(metrics.UNSCHEDULABLE if rejected else metrics.ERROR,
+                                                  fwk.profile_name)
+        attempts.inc()
+        duration.observe(time.perf_counter() - start)
+        message = status.message()
+        fit = status.error if isinstance(status.error, FitError) else None
+        if fit is not None:
+            pod.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
+            pod.pending_plugins = set(fit.diagnosis.pending_plugins)
+            if klog.V(2):
+                klog.info("Unable to schedule pod; no fit; waiting", pod=pod.key, err=message)
+        else:
+            pod.unschedulable_plugins = set()
+            pod.pending_plugins = set()
+            if message == NO_NODES_AVAILABLE:
+                if klog.V(2):
+                    klog.info("Unable to schedule pod; no nodes are registered to the cluster; waiting", pod=pod.key)
+            else:
+                klog.error("Error scheduling pod; retrying", pod=pod.key, err=message)
+        current = self.current_pod(pod)
+        if current is None or assigned(current):
+            if current is None:
+                klog.info("Pod doesn't exist in informer cache", pod=pod.key)
+            else:
+                klog.info("Pod has been assigned to node. Abort adding it back to queue.", pod=pod.key,
+                          node=(current.get("spec") or {}).get("nodeName"))
+            self.queue.done(pod.uid)
+        else:
+            fresh = PodInfo(current) if current is not pod.raw else pod
+            if fresh is not pod:
+                fresh.unschedulable_plugins = pod.unschedulable_plugins
+                fresh.pending_plugins = pod.pending_plugins
+            self.queue.add_unschedulable_if_not_present(fresh)
+        if nominating:
+            self.nominator.add_nominated_pod(pod, nominating)
+        fwk.event_recorder.eventf(pod.raw, "Warning", "FailedScheduling", "Scheduling", truncate_message(message))
+        self._submit_status_patch(pod, reason, message, nominating)
+
+    def _submit_status_patch(self, pod: PodInfo, reason: str, message: str, nominating: str | None) -> None:
+        patch = status_patch(pod.raw, reason, message, nominating)
+        if patch is None or self.client is None:
+            return
+        client = self.client
+
+        def send() -> None:
+            try:
+                client.patch_pod_status(pod.namespace, pod.name, patch)
+            except Exception as err:  # noqa: BLE001
+                klog.error("Error updating pod", pod=pod.key, err=str(err))
+
+        self.bind_pool.submit(send)

@@ -1,0 +1,193 @@
+"""The benchmark's workloads, modelled on upstream's scheduler_perf
+(test/integration/scheduler_perf/config/performance-config.yaml and its pod templates):
+the same pod shapes, node shapes and counts, with the counts the issue asks for."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable
+
+from tests.bench.cluster import BENCH_LABEL, NodeGroup
+
+ZONE_KEY = "topology.kubernetes.io/zone"
+MEASURED_LABEL = "kubesched.io/bench-measured"
+HIGH_PRIORITY_CLASS = ("bench-high-priority", 10)
+
+
+def pod_manifest(name: str, scheduler_name: str, cpu: str = "100m", memory: str = "500Mi",
+                 labels: dict | None = None, **spec) -> dict:
+    """scheduler_perf's pod-default.yaml, plus whatever the workload adds to the spec.
+
+    terminationGracePeriodSeconds 0 lets a bound pod vanish at once when deleted (between
+    runs, and for preemption victims), since no kubelet confirms a graceful stop.
+    """
+    resources = {"cpu": cpu, "memory": memory}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {BENCH_LABEL: "true", **(labels or {})}},
+        "spec": {
+            "schedulerName": scheduler_name,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+                            "ports": [{"containerPort": 80}],
+                            "resources": {"requests": resources, "limits": resources}}],
+            **spec,
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One benchmark scenario.
+
+    measured_pod(i, scheduler_name) builds the i-th pod the scheduler must place; init pods
+    are created already bound (spec.nodeName set round-robin), as the cluster's existing load.
+    """
+
+    name: str
+    nodes: tuple[NodeGroup, ...]
+    pods: int
+    measured_pod: Callable[[int, str], dict]
+    init_pods: int = 0
+    init_pod: Callable[[int], dict] | None = None
+    mode: str = "backlog"  # or "steady": pods created at rate_per_s while the scheduler runs
+    rate_per_s: float = 0.0
+    qps_profiles: tuple[str, ...] = ("unthrottled",)
+    description: str = ""
+    quick: bool = False
+    smoke: bool = False  # only when named: the harness's own test
+    priority_classes: tuple[tuple[str, int], ...] = field(default=())
+    # How long a backlog run may take per pod before it counts as stuck (see runner.run_timeout).
+    timeout_per_pod_s: float = 0.2
+
+    @property
+    def node_count(self) -> int:
+        return sum(group.count for group in self.nodes)
+
+
+def _measured(labels: dict | None = None, **spec) -> Callable[[int, str], dict]:
+    def build(index: int, scheduler_name: str) -> dict:
+        return pod_manifest(f"pod-{index:06d}", scheduler_name, labels={MEASURED_LABEL: "true", **(labels or {})},
+                            **spec)
+    return build
+
+
+def _plain_nodes(count: int) -> tuple[NodeGroup, ...]:
+    return (NodeGroup(count=count),)
+
+
+def _default_init_pod(index: int) -> dict:
+    return pod_manifest(f"init-{index:06d}", "default-scheduler")
+
+
+def _low_priority_init_pod(index: int) -> dict:
+    # pod-low-priority.yaml: 900m, so four fill a 4-cpu node.
+    return pod_manifest(f"init-{index:06d}", "default-scheduler", cpu="900m")
+
+
+_NODE_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": ZONE_KEY, "operator": "In", "values": ["zone-0", "zone-1"]}]}]}}}
+
+_POD_ANTI_AFFINITY = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+_TOPOLOGY_SPREAD = [{"maxSkew": 5, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "DoNotSchedule",
+                     "labelSelector": {"matchLabels": {"color": "blue"}}}]
+
+# Taints-and-tolerations mix: 40% plain nodes, 30% dedicated to gpu work, 20% owned by a
+# team, 10% spot nodes that only steer (PreferNoSchedule).
+_GPU_TAINT = (("key", "dedicated"), ("value", "gpu"), ("effect", "NoSchedule"))
+_TEAM_TAINT = (("key", "team"), ("value", "blue"), ("effect", "NoSchedule"))
+_SPOT_TAINT = (("key", "spot"), ("value", "true"), ("effect", "PreferNoSchedule"))
+_TAINTED_NODES = (
+    NodeGroup(count=400, prefix="bench-plain-"),
+    NodeGroup(count=300, prefix="bench-gpu-", taints=(_GPU_TAINT,)),
+    NodeGroup(count=200, prefix="bench-team-", taints=(_TEAM_TAINT,)),
+    NodeGroup(count=100, prefix="bench-spot-", taints=(_SPOT_TAINT,)),
+)
+_TOLERATION_MIX = (
+    [],
+    [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}],
+    [{"key": "team", "operator": "Exists"}],
+    [{"operator": "Exists"}],
+)
+
+
+def _tolerating_pod(index: int, scheduler_name: str) -> dict:
+    tolerations = _TOLERATION_MIX[index % len(_TOLERATION_MIX)]
+    pod = pod_manifest(f"pod-{index:06d}", scheduler_name, labels={MEASURED_LABEL: "true"})
+    if tolerations:
+        pod["spec"]["tolerations"] = tolerations
+    return pod
+
+
+def _high_priority_pod(index: int, scheduler_name: str) -> dict:
+    # pod-high-priority.yaml: 3 cpu, so each needs three low-priority victims on its node.
+    return pod_manifest(f"pod-{index:06d}", scheduler_name, cpu="3", labels={MEASURED_LABEL: "true"},
+                        priorityClassName=HIGH_PRIORITY_CLASS[0])
+
+
+WORKLOADS: tuple[Workload, ...] = (
+    # The headline figures first, so a time-boxed run (--stop-after) measures what matters most.
+    Workload("Smoke/20Nodes", _plain_nodes(20), 50, _measured(), qps_profiles=("default", "unthrottled"),
+             smoke=True, description="a tiny run that checks the harness works (make test)"),
+    Workload("SchedulingBasic/500Nodes", _plain_nodes(500), 1000, _measured(),
+             qps_profiles=("default", "unthrottled"), quick=True,
+             description="pod-default pods (100m cpu, 500Mi) on plain nodes"),
+    Workload("SchedulingBasic/5000Nodes", _plain_nodes(5000), 10000, _measured(),
+             description="pod-default pods on plain nodes, the headline figure"),
+    Workload("SchedulingNodeAffinity/5000Nodes", _plain_nodes(5000), 5000, _measured(affinity=_NODE_AFFINITY),
+             description="required node affinity zone In [zone-0, zone-1]: two thirds of nodes feasible"),
+    Workload("SteadyArrival/500Nodes", _plain_nodes(500), 3000, _measured(), mode="steady", rate_per_s=100,
+             description="pod-default pods created at 100/s while the scheduler runs; latency from creation"),
+    Workload("SchedulingPodAntiAffinity/1000Nodes", _plain_nodes(1000), 1000,
+             _measured(labels={"color": "green"}, affinity=_POD_ANTI_AFFINITY),
+             description="required pod anti-affinity on kubernetes.io/hostname: one pod per node"),
+    Workload("TopologySpreading/1000Nodes", _plain_nodes(1000), 2000,
+             _measured(labels={"color": "blue"}, topologySpreadConstraints=_TOPOLOGY_SPREAD),
+             init_pods=1000, init_pod=_default_init_pod,
+             description="maxSkew 5 over 3 zones, DoNotSchedule, beside 1,000 bound pod-default pods"),
+    Workload("TaintsTolerations/1000Nodes", _TAINTED_NODES, 2000, _tolerating_pod,
+             description="60% of nodes tainted (NoSchedule gpu/team, PreferNoSchedule spot); "
+                         "pods without, with one, and with wildcard tolerations"),
+    Workload("Preemption/500Nodes", _plain_nodes(500), 500, _high_priority_pod, init_pods=2000,
+             init_pod=_low_priority_init_pod, priority_classes=(HIGH_PRIORITY_CLASS,),
+             # Each preemptor waits for three deletions before its binding: kube-scheduler spent
+             # 80 s before its first binding in an earlier run, so 0.2 s per pod is too tight.
+             timeout_per_pod_s=1.0,
+             description="2,000 bound low-priority 900m pods fill the nodes; 3-cpu priority-10 pods preempt"),
+)
+
+
+def init_pod_bodies(workload: Workload, node_names: list[str]) -> list[dict]:
+    """Init pods placed round-robin, as a scheduler that spreads evenly would place them."""
+    if not workload.init_pods or workload.init_pod is None:
+        return []
+    bodies = []
+    for index, node in zip(range(workload.init_pods), itertools.cycle(node_names)):
+        body = workload.init_pod(index)
+        body["spec"]["nodeName"] = node
+        bodies.append(body)
+    return bodies
+
+
+def node_names(groups: tuple[NodeGroup, ...]) -> list[str]:
+    """The names lab.fake_nodes.create_nodes gives the groups' nodes."""
+    return [f"{group.prefix}{i}" for group in groups for i in range(group.count)]
+
+
+def select(names: list[str] | None, quick: bool) -> list[Workload]:
+    """The workloads a run asks for, by exact name or by name prefix (SchedulingBasic)."""
+    chosen = [w for w in WORKLOADS if not quick or w.quick or w.smoke]
+    if not names:
+        return [w for w in chosen if not w.smoke]
+    picked = []
+    for name in names:
+        matches = [w for w in chosen if w.name == name or w.name.split("/")[0] == name]
+        if not matches:
+            known = ", ".join(w.name for w in chosen)
+            raise ValueError(f"unknown workload {name!r}{' in --quick mode' if quick else ''}; choose from: {known}")
+        picked.extend(m for m in matches if m not in picked)
+    return [w for w in chosen if w in picked]
