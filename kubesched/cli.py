@@ -1,6 +1,7 @@
 """The `kubesched` command: kube-scheduler's flags, plus `validate-config` and `explain`.
 
-    kubesched --config FILE [--leader-elect=false] [--secure-port 10259] [-v 2]
+    kubesched --config FILE [any kube-scheduler v1.37 flag, see kubesched/flags.py]
+    kubesched --write-config-to FILE [--config FILE]
     kubesched validate-config FILE
     kubesched explain NAMESPACE/POD [--config FILE] [--kubeconfig FILE]
 
@@ -11,6 +12,7 @@ the kubeconfig) is checked before the cluster is contacted, and reported as one 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import socket
@@ -20,8 +22,8 @@ import threading
 import time
 from typing import Sequence
 
-from kubesched import __version__, klog
-from kubesched.client import ApiClient, ApiError, KubeconfigError, load_kubeconfig
+from kubesched import __version__, flags, klog
+from kubesched.client import ApiClient, ApiError, ClusterCredentials, KubeconfigError, load_kubeconfig
 from kubesched.config import ConfigError, load_config, parse_config
 from kubesched.config.types import API_VERSION, KIND, KubeSchedulerConfiguration
 from kubesched.framework.runtime import FrameworkError
@@ -35,58 +37,31 @@ class UsageError(Exception):
     pass
 
 
-def _bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("true", "1", "t", "yes"):
-        return True
-    if lowered in ("false", "0", "f", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean {text!r} (use true or false)")
-
-
-def _normalise_argv(argv: Sequence[str]) -> list[str]:
-    """Accept klog's `-v=2` and Go's bare boolean `--leader-elect` spellings."""
-    out = []
-    for arg in argv:
-        if arg.startswith("-v=") or arg.startswith("--v="):
-            out.extend(["--v", arg.split("=", 1)[1]])
-        elif arg == "--leader-elect":
-            out.append("--leader-elect=true")
-        else:
-            out.append(arg)
-    return out
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kubesched", description="A Kubernetes scheduler with kube-scheduler's "
-                                "framework, plugins, configuration and behaviour.")
-    p.add_argument("--config", default="", help="path to a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1)")
-    p.add_argument("--kubeconfig", default="", help="kubeconfig, used when the configuration's "
-                   "clientConnection.kubeconfig is empty")
-    p.add_argument("--leader-elect", type=_bool, default=None, metavar="BOOL",
-                   help="override leaderElection.leaderElect from the configuration (default true)")
-    p.add_argument("--leader-elect-lease-duration", default=None, metavar="DURATION")
-    p.add_argument("--leader-elect-renew-deadline", default=None, metavar="DURATION")
-    p.add_argument("--leader-elect-retry-period", default=None, metavar="DURATION")
-    p.add_argument("--leader-elect-resource-name", default=None)
-    p.add_argument("--leader-elect-resource-namespace", default=None)
-    p.add_argument("--secure-port", type=int, default=10259, help="HTTPS port for /healthz, /livez, "
-                   "/readyz, /metrics (0 picks a free port)")
-    p.add_argument("--bind-address", default="0.0.0.0")
-    p.add_argument("--tls-cert-file", default="")
-    p.add_argument("--tls-private-key-file", default="")
-    p.add_argument("--client-ca-file", default="", help="require client certificates signed by this CA for /metrics")
-    p.add_argument("--v", "-v", dest="verbosity", type=int, default=0, help="log verbosity (2: one line per decision)")
-    p.add_argument("--version", action="version", version=f"kubesched {__version__}")
-    return p
-
-
 # ---------------------------------------------------------------------------------------------
 # Configuration, checked in full before the cluster is contacted
 # ---------------------------------------------------------------------------------------------
 
 def _default_config() -> KubeSchedulerConfiguration:
     return parse_config({"apiVersion": API_VERSION, "kind": KIND}, source="(defaults)")
+
+
+def _apply_deprecated_flags(cfg: KubeSchedulerConfiguration, args: argparse.Namespace) -> None:
+    """Without --config, kube-scheduler takes these from flags (its ApplyDeprecated)."""
+    if args.config:
+        return
+    cc = cfg.client_connection
+    if args.kubeconfig:
+        cc.kubeconfig = args.kubeconfig
+    if args.kube_api_qps is not None:
+        cc.qps = args.kube_api_qps
+    if args.kube_api_burst is not None:
+        cc.burst = args.kube_api_burst
+    if args.kube_api_content_type is not None:
+        cc.content_type = args.kube_api_content_type
+    if args.profiling is not None:
+        cfg.enable_profiling = args.profiling
+    if args.contention_profiling is not None:
+        cfg.enable_contention_profiling = args.contention_profiling
 
 
 def _apply_leader_flags(cfg: KubeSchedulerConfiguration, args: argparse.Namespace) -> None:
@@ -106,6 +81,8 @@ def _apply_leader_flags(cfg: KubeSchedulerConfiguration, args: argparse.Namespac
                 setattr(le, attr, parse_duration(value))
             except ValueError as err:
                 raise ConfigError("--" + flag.replace("_", "-"), str(err)) from None
+    if args.leader_elect_resource_lock is not None:
+        le.resource_lock = args.leader_elect_resource_lock
     if args.leader_elect_resource_name is not None:
         le.resource_name = args.leader_elect_resource_name
     if args.leader_elect_resource_namespace is not None:
@@ -116,11 +93,20 @@ def _apply_leader_flags(cfg: KubeSchedulerConfiguration, args: argparse.Namespac
         raise ConfigError(err.field, err.message + " (after the --leader-elect-* flags)", cfg.source) from None
 
 
-def prepare(args: argparse.Namespace):
-    """Load and validate everything; returns (config, credentials path, Scheduler factory)."""
+def effective_config(args: argparse.Namespace) -> KubeSchedulerConfiguration:
+    """The configuration file (or the defaults) with the flags kube-scheduler applies to it."""
     cfg = load_config(args.config) if args.config else _default_config()
+    _apply_deprecated_flags(cfg, args)
     _apply_leader_flags(cfg, args)
+    return cfg
+
+
+def prepare(args: argparse.Namespace):
+    """Load and validate everything; returns (config, cluster credentials)."""
+    cfg = effective_config(args)
     kubeconfig = cfg.client_connection.kubeconfig or args.kubeconfig or os.environ.get("KUBECONFIG", "")
+    if not kubeconfig and args.master:
+        return cfg, ClusterCredentials(server=args.master.rstrip("/"))
     if not kubeconfig:
         raise ConfigError("clientConnection.kubeconfig", "required: set it in the configuration or pass "
                           "--kubeconfig (in-cluster configuration is not supported)", cfg.source)
@@ -128,6 +114,8 @@ def prepare(args: argparse.Namespace):
         creds = load_kubeconfig(kubeconfig)
     except KubeconfigError as err:
         raise ConfigError("clientConnection.kubeconfig", str(err), cfg.source) from None
+    if args.master:  # as kube-scheduler: --master overrides the kubeconfig's server
+        creds = dataclasses.replace(creds, server=args.master.rstrip("/"))
     return cfg, creds
 
 
@@ -217,12 +205,27 @@ def cmd_explain(argv: list[str]) -> int:
 # Serving
 # ---------------------------------------------------------------------------------------------
 
+def parse_flags(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """kube-scheduler's flags: (values, warnings for flags kubesched accepts but ignores)."""
+    return flags.parse(argv)
+
+
 def cmd_run(argv: list[str]) -> int:
     try:
-        args = _parser().parse_args(_normalise_argv(argv))
-    except SystemExit as exit_:
+        args, warnings = parse_flags(argv)
+    except flags.FlagError as err:
+        print(f"kubesched: error: {err} (see kubesched --help)", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exit_:  # --help
         return int(exit_.code or 0)
+    if args.version is not None:
+        print(flags.version_text(args))
+        return EXIT_OK
     klog.set_verbosity(args.verbosity)
+    for warning in warnings:
+        klog.warning(warning)
+    if args.write_config_to:
+        return write_config(args)
     try:
         cfg, creds = prepare(args)
         validate_frameworks(cfg)
@@ -231,10 +234,108 @@ def cmd_run(argv: list[str]) -> int:
     return serve(cfg, creds, args)
 
 
+def write_config(args: argparse.Namespace) -> int:
+    """As kube-scheduler --write-config-to: the defaulted, flag-applied configuration, then exit 0."""
+    from kubesched.config.encode import encode_config
+
+    try:
+        cfg = effective_config(args)
+        validate_frameworks(cfg)
+    except ConfigError as err:
+        return _fail(str(err))
+    try:
+        with open(args.write_config_to, "w", encoding="utf-8") as fh:
+            fh.write(encode_config(cfg))
+    except OSError as err:
+        return _fail(f"cannot write --write-config-to {args.write_config_to}: {err.strerror}")
+    klog.info("Wrote configuration", file=args.write_config_to)
+    return EXIT_OK
+
+
+def secure_serving(args: argparse.Namespace, creds, livez_checks, readyz_checks):
+    """The secure port with kube-scheduler's delegated authentication and authorization."""
+    from kubesched.auth import (
+        DelegatingAuthenticator,
+        DelegatingAuthorizer,
+        RequestHeaderConfig,
+        delegation_client,
+    )
+    from kubesched.server import HealthServer
+
+    authn_client = delegation_client(args.authentication_kubeconfig, creds, "authentication")
+    authz_client = delegation_client(args.authorization_kubeconfig, creds, "authorization")
+    client_ca_pem = _read_file(args.client_ca_file, "--client-ca-file")
+    request_header = None
+    if args.requestheader_client_ca_file:
+        request_header = RequestHeaderConfig(
+            ca_pem=_read_file(args.requestheader_client_ca_file, "--requestheader-client-ca-file"),
+            allowed_names=args.requestheader_allowed_names, username_headers=args.requestheader_username_headers,
+            group_headers=args.requestheader_group_headers, extra_prefixes=args.requestheader_extra_headers_prefix,
+            uid_headers=args.requestheader_uid_headers)
+    try:
+        authenticator = DelegatingAuthenticator(client_ca_pem=client_ca_pem, request_header=request_header,
+                                                token_client=authn_client,
+                                                token_cache_ttl=args.authentication_token_webhook_cache_ttl)
+    except ValueError as err:
+        raise ConfigError("--client-ca-file/--requestheader-client-ca-file",
+                          f"not a bundle of PEM certificates: {err}") from None
+    authorizer = DelegatingAuthorizer(always_allow_paths=args.authorization_always_allow_paths, sar_client=authz_client,
+                                      allowed_ttl=args.authorization_webhook_cache_authorized_ttl,
+                                      denied_ttl=args.authorization_webhook_cache_unauthorized_ttl)
+    if authz_client is None:
+        klog.warning("No authorization kubeconfig and not in a cluster: only always-allowed paths are served")
+    server = HealthServer(args.bind_address, args.secure_port, cert_file=args.tls_cert_file,
+                          key_file=args.tls_private_key_file, cert_dir=args.cert_dir,
+                          tls_min_version=args.tls_min_version, tls_cipher_suites=args.tls_cipher_suites,
+                          permit_port_sharing=args.permit_port_sharing, authenticator=authenticator,
+                          authorizer=authorizer, livez_checks=livez_checks, readyz_checks=readyz_checks)
+    if not args.authentication_skip_lookup and (not client_ca_pem or request_header is None):
+        if authn_client is None:
+            klog.warning("No authentication kubeconfig and not in a cluster: the client CA and request-header "
+                         "settings are not looked up; client certificates need --client-ca-file")
+        elif args.authentication_tolerate_lookup_failure:
+            # In the background: an API server that does not answer must not hold up the health port.
+            threading.Thread(target=_look_up_client_cas, args=(authn_client, server, True), daemon=True,
+                             name="authentication-lookup").start()
+        else:
+            _look_up_client_cas(authn_client, server, False)
+    return server
+
+
+def _look_up_client_cas(client: ApiClient, server, tolerate_failure: bool) -> None:
+    """Trust the CAs the API server publishes in kube-system/extension-apiserver-authentication."""
+    from kubesched.auth import lookup_authentication_config
+
+    try:
+        found = lookup_authentication_config(client)
+    except (ApiError, OSError, ValueError) as err:
+        message = ("cannot read kube-system/extension-apiserver-authentication to look up the client CA "
+                   f"({err}); grant get on it, pass --client-ca-file, or pass --authentication-skip-lookup")
+        if not tolerate_failure:
+            raise ConfigError("--authentication-kubeconfig", message) from None
+        klog.warning(message)
+        return
+    try:
+        server.trust_looked_up(found.get("client_ca_pem", b""), found.get("request_header"))
+    except (ValueError, ssl.SSLError) as err:
+        klog.warning("The client CAs in kube-system/extension-apiserver-authentication are not usable PEM "
+                     "certificates; client certificates need --client-ca-file", err=str(err))
+
+
+def _read_file(path: str, flag: str) -> bytes:
+    if not path:
+        return b""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as err:
+        raise ConfigError(flag, f"cannot read {path}: {err.strerror}") from None
+
+
 def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> int:
     from kubesched.leaderelection import LeaderElector, new_identity
     from kubesched.scheduler import Scheduler
-    from kubesched.server import HealthServer
+    from kubesched.server import ServingError
 
     cc = cfg.client_connection
     agent = f"kubesched/{__version__}"
@@ -247,6 +348,7 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
     host = socket.gethostname()
     identity = new_identity(host)
     scheduler = Scheduler(cfg, client, event_client=event_client, instance=host)
+    scheduler.queue.max_in_unschedulable = args.pod_max_in_unschedulable_pods_duration
     stop = threading.Event()
     elector: LeaderElector | None = None
     exit_code = [EXIT_OK]
@@ -260,10 +362,13 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
         return None if scheduler.caches_synced() else "caches not synced"
 
     try:
-        server = HealthServer(args.bind_address, args.secure_port, cert_file=args.tls_cert_file,
-                              key_file=args.tls_private_key_file, client_ca_file=args.client_ca_file,
-                              livez_checks={"leaderElection": liveness},
-                              readyz_checks={"sched-handler-sync": readiness})
+        server = secure_serving(args, creds, {"leaderElection": liveness}, {"sched-handler-sync": readiness})
+    except (ConfigError, ServingError, KubeconfigError) as err:
+        return _fail(str(err))
+    except (OSError, ssl.SSLError) as err:
+        return _fail(f"cannot set up the secure port (check --tls-cert-file, --tls-private-key-file, "
+                     f"--cert-dir): {err}")
+    try:
         server.start()
     except (OSError, ssl.SSLError) as err:
         return _fail(f"cannot serve on {args.bind_address}:{args.secure_port}: {err}")

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: node_cordon
 short_description: Cordon or uncordon Kubernetes nodes
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Marks nodes unschedulable (C(spec.unschedulable)), as C(kubectl cordon) does, or schedulable again, as
     C(kubectl uncordon) does. Pods already on the node keep running; use M(kubesched.scheduler.node_taint) with

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: node_label
 short_description: Set or remove labels on Kubernetes nodes
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Sets labels on nodes or removes them, with local validation of keys and values, an exact C(changed),
     a per-node diff and safe concurrent writes.

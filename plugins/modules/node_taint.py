@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: node_taint
 short_description: Add, update or remove taints on Kubernetes nodes
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Adds taints to nodes, updates their values, or removes them, the way C(kubectl taint --overwrite) does,
     with local validation, an exact C(changed), a per-node diff and safe concurrent writes.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: priority_class
 short_description: Create, update or delete Kubernetes PriorityClasses
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Manages a C(scheduling.k8s.io/v1) PriorityClass, which gives pods that name it a scheduling priority and lets
     them preempt lower-priority pods.

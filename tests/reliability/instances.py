@@ -52,6 +52,35 @@ def scheduler_config(kubeconfig: str, scheduler_name: str, *, lease_name: str = 
             "leaderElection": election, "profiles": [{"schedulerName": scheduler_name}], **extra}
 
 
+def _kubeconfig_client_certificate(args: list[str]) -> tuple[str, str] | None:
+    """The (cert, key) files of the kubeconfig named by --kubeconfig or the --config file, if any."""
+    from kubesched.client import KubeconfigError, load_kubeconfig
+
+    def flag(name: str) -> str:
+        for i, arg in enumerate(args):
+            if arg == name and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+        return ""
+
+    kubeconfig = flag("--kubeconfig")
+    config = flag("--config")
+    if config:
+        try:
+            doc = yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}
+            kubeconfig = ((doc.get("clientConnection") or {}).get("kubeconfig")) or kubeconfig
+        except (OSError, yaml.YAMLError, AttributeError):
+            pass
+    if not kubeconfig:
+        return None
+    try:
+        creds = load_kubeconfig(kubeconfig)
+    except KubeconfigError:
+        return None
+    return (creds.cert_file, creds.key_file) if creds.cert_file and creds.key_file else None
+
+
 class KubeschedNotReady(RuntimeError):
     """kubesched exited, or its /readyz did not answer 200 in time; the message ends with its log."""
 
@@ -83,6 +112,11 @@ class KubeschedInstance:
         # Its own self-signed serving certificate; the security suite checks TLS separately.
         self._tls.check_hostname = False
         self._tls.verify_mode = ssl.CERT_NONE
+        # /metrics is for identities the API server allows (delegated authorization, as
+        # kube-scheduler's): scrape with the client certificate of the kubeconfig it runs with.
+        client_cert = _kubeconfig_client_certificate(self.args)
+        if client_cert:
+            self._tls.load_cert_chain(*client_cert)
 
     @property
     def pid(self) -> int:

@@ -2,8 +2,9 @@
 
 Against the private lab, with kubesched subprocesses:
 - the secure port listens on the configured address only;
-- with --client-ca-file, /metrics answers only a client certificate signed by the cluster
-  CA (none: 401; another CA's: refused), while /healthz stays open; the serving certificate
+- /metrics answers only an identity the API server allows get on it: a client certificate
+  signed by the cluster CA with an RBAC rule (none: 403; another CA's: refused), while
+  /healthz stays open; the serving certificate
   verifies against the cluster CA with hostname checking on;
 - the scheduler identity (system:kube-scheduler) may not read Secrets, shown with
   SubjectAccessReviews, while it may do what scheduling needs (positive controls);
@@ -122,6 +123,7 @@ def check_bind_address(result: SuiteResult, cluster: Cluster, workdir: str) -> N
 
 def check_metrics_client_ca(result: SuiteResult, lab: PrivateLab, cluster: Cluster, workdir: str) -> None:
     trusted, rogue = scrape_certificates(lab, workdir)
+    grant_metrics_to_scraper(cluster)
     serving = issue(Path(workdir) / "security-pki", "serving", "kubesched-serving", ca=_load_ca(lab),
                     server_ip="127.0.0.1")
     inst = start_instance(scheduler_config(cluster.kubeconfig, f"rel-sec-{uuid.uuid4().hex[:6]}"), workdir,
@@ -143,18 +145,43 @@ def scrape_certificates(lab: PrivateLab, workdir: str) -> tuple[tuple[str, str],
     return issue(directory, "prometheus", "prometheus", ca=ca), issue(directory, "rogue", "prometheus")
 
 
+SCRAPER_ROLE = "kubesched-security-metrics-reader"
+
+
+def grant_metrics_to_scraper(cluster: Cluster) -> None:
+    """RBAC get on /metrics for the scraper's identity (the secure port asks a SubjectAccessReview)."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    rbac = client.RbacAuthorizationV1Api(cluster.api_client)
+    for create, body in (
+            (rbac.create_cluster_role, {"metadata": {"name": SCRAPER_ROLE},
+                                        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}),
+            (rbac.create_cluster_role_binding, {"metadata": {"name": SCRAPER_ROLE},
+                                                "subjects": [{"kind": "User", "name": "prometheus",
+                                                              "apiGroup": "rbac.authorization.k8s.io"}],
+                                                "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                            "kind": "ClusterRole", "name": SCRAPER_ROLE}})):
+        try:
+            create(body)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+
+
 def check_metrics_answers(result: SuiteResult, base: str, ca_file: str, trusted: tuple[str, str],
                           rogue: tuple[str, str], where: str = "") -> dict:
-    """/healthz open over verified TLS; /metrics only for a client certificate the cluster CA signed."""
+    """/healthz open over verified TLS; /metrics only for an identity allowed get on it (the
+    scraper's certificate, signed by the cluster CA, with grant_metrics_to_scraper's rule)."""
     health = https_get(base + "/healthz", ca_file)
     anonymous = https_get(base + "/metrics", ca_file)
     other_ca = https_get(base + "/metrics", ca_file, rogue)
     signed = https_get(base + "/metrics", ca_file, trusted)
     result.check(f"{where}the serving certificate verifies against the cluster CA, hostname checked",
                  health[0] == 200, f"{base}/healthz: {health[0]} {str(health[1])[:120]}")
-    result.check(f"{where}/metrics without a client certificate is refused", anonymous[0] == 401, f"{anonymous[0]}")
+    result.check(f"{where}/metrics without a client certificate is forbidden", anonymous[0] == 403, f"{anonymous[0]}")
     result.check(f"{where}/metrics with a certificate from another CA is refused",
-                 other_ca[0] in (401, "tls-error"), f"{other_ca[0]} {str(other_ca[1])[:120]}")
+                 other_ca[0] in (401, 403, "tls-error"), f"{other_ca[0]} {str(other_ca[1])[:120]}")
     result.check(f"{where}/metrics with a certificate signed by the cluster CA answers",
                  signed[0] == 200 and "scheduler_schedule_attempts_total" in signed[1], f"{signed[0]}")
     return {"no_cert": anonymous[0], "other_ca": other_ca[0], "cluster_ca": signed[0], "healthz_open": health[0]}
@@ -319,6 +346,7 @@ def check_installed_service(result: SuiteResult, lab: PrivateLab, cluster: Clust
                  f"{address}:{port}" in local and not wildcard,
                  f"scheduler_bind_address {address}; listening on the port: {local}")
     trusted, rogue = scrape_certificates(lab, workdir)
+    grant_metrics_to_scraper(cluster)
     result.figures["installed_metrics_client_ca"] = check_metrics_answers(
         result, f"https://{address}:{port}", lab.ca_cert, trusted, rogue, where="installed service: ")
     user, groups = _certificate_identity(masters.exec(name, "cat", f"{CONFIG_DIR}/pki/client.crt").stdout)

@@ -6,6 +6,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+import pytest
 import yaml
 from kubesched_lab import node_of, pod_manifest, settle_taints, wait_for, write_unreachable_kubeconfig
 
@@ -33,14 +34,20 @@ def test_health_and_metrics_endpoints(run_kubesched, nodes, core_v1, namespace):
 
 
 def test_metrics_need_a_client_certificate_signed_by_the_client_ca(run_kubesched, lab_kubeconfig):
+    """Anonymous is forbidden /metrics; the lab admin's certificate (system:masters) is allowed.
+
+    test_kubesched_secure_port.py covers identities with and without an RBAC grant."""
     creds = load_kubeconfig(lab_kubeconfig)
     ca = str(Path(lab_kubeconfig).parent / "ca.crt")  # the lab the tests run on, shared or private
-    sched = run_kubesched({}, "--client-ca-file", ca)
-    assert sched.get("/metrics")[0] == 401
-    assert sched.get("/healthz") == (200, "ok")
+    sched = run_kubesched({}, "--client-ca-file", ca, "--authentication-skip-lookup")
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"https://127.0.0.1:{sched.port}/metrics", context=context, timeout=5)
+    assert refused.value.code == 403
+    with urllib.request.urlopen(f"https://127.0.0.1:{sched.port}/healthz", context=context, timeout=5) as resp:
+        assert resp.status == 200
     context.load_cert_chain(creds.cert_file, creds.key_file)
     with urllib.request.urlopen(f"https://127.0.0.1:{sched.port}/metrics", context=context, timeout=5) as resp:
         assert resp.status == 200 and b"scheduler_pending_pods" in resp.read()

@@ -1,11 +1,13 @@
 """The HTTPS health and metrics server, with a self-signed certificate."""
 
+import json
 import ssl
 import urllib.error
 import urllib.request
 
 import pytest
 
+from kubesched.auth import DelegatingAuthorizer
 from kubesched.server import HealthServer
 
 
@@ -42,8 +44,12 @@ def test_readyz_follows_cache_sync_and_livez_the_watchdog(server):
     assert get(srv.port, "/readyz")[0] == 500
 
 
-def test_metrics_and_unknown_paths(server):
+def test_metrics_and_unknown_paths_are_authorized_first(server):
     srv, _unused = server
+    code, text = get(srv.port, "/metrics")
+    assert code == 403 and json.loads(text)["message"] == 'forbidden: User "system:anonymous" cannot get path "/metrics"'
+    assert get(srv.port, "/nope")[0] == 403
+    srv.authorizer = DelegatingAuthorizer(always_allow_paths=["/metrics", "/no*"])
     code, text = get(srv.port, "/metrics")
     assert code == 200 and "scheduler_pending_pods" in text
     assert get(srv.port, "/nope")[0] == 404

@@ -14,13 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 # What a user of the collection gets: the product, its documentation and its identity.
 PRODUCT = {"roles", "plugins", "playbooks", "kubesched", "pyproject.toml", "docs", "meta", "README.md",
-           "LICENSE", "changelogs", "inventories", "MANIFEST.json", "FILES.json"}
+           "LICENSE", "changelogs", "CHANGELOG.rst", "inventories", "examples", "MANIFEST.json", "FILES.json"}
 USER_PLAYBOOKS = {"playbooks/site.yml", "playbooks/verify.yml"}
 MUST_SHIP = {"plugins/modules/node_taint.py", "plugins/module_utils/k8s_client.py",
              "plugins/doc_fragments/k8s_auth.py", "roles/scheduler/tasks/main.yml",
              "roles/scheduler/meta/argument_specs.yml", "kubesched/scheduler.py", "kubesched/schedule_one.py",
              "pyproject.toml", "meta/runtime.yml", "docs/user-guide.md", "inventories/example/hosts.yml",
-             "changelogs/changelog.yaml", "LICENSE", "README.md"}
+             "changelogs/changelog.yaml", "CHANGELOG.rst", "examples/project/requirements.yml", "LICENSE",
+             "README.md"}
 
 
 @pytest.fixture(scope="module")

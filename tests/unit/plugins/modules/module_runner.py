@@ -1,9 +1,23 @@
 """Run a module's main() in-process against a FakeKubeApi and return its JSON result."""
 
+import contextlib
 import json
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
+
+try:
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core < 2.19: the arguments went through a module global
+    @contextlib.contextmanager
+    def patch_module_args(args):
+        from ansible.module_utils import basic
+
+        saved = basic._ANSIBLE_ARGS
+        basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()
+        try:
+            yield
+        finally:
+            basic._ANSIBLE_ARGS = saved
 
 from ansible_collections.kubesched.scheduler.plugins.module_utils import k8s_client
 

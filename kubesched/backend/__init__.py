@@ -1,0 +1,1 @@
+"""The scheduler's informer-fed state: informers, the cache, the scheduling queue, storage objects."""
