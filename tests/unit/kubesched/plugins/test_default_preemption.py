@@ -182,6 +182,17 @@ def test_filter_victims_with_pdb_violation(pdbs, want_violating):
     assert [v.name for v in non_violating] == [v.name for v in victims if v.name not in want_violating]
 
 
+def test_victim_counts_against_every_pdb_that_selects_it():
+    # a1 violates "apps" (0 allowed) and also uses up the one disruption "web" allows, so b1,
+    # selected by "web" only, violates too (upstream filterPodsWithPDBViolation: no early exit).
+    apps = pdb({"app": "a"}, 0)
+    web = pdb({"tier": "web"}, 1)
+    web["metadata"]["name"] = "web"
+    victims = [low("a1", 1, labels={"app": "a", "tier": "web"}), low("b1", 1, labels={"app": "b", "tier": "web"})]
+    violating, non_violating = filter_victims_with_pdb_violation(victims, [apps, web])
+    assert [v.name for v in violating] == ["a1", "b1"] and non_violating == []
+
+
 @pytest.mark.parametrize("layout, want", [
     # lowest highest-victim priority
     ({"node1": [low("a", 5, cpu="2")], "node2": [low("b", 3, cpu="2")]}, "node2"),
