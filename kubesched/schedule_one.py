@@ -92,16 +92,21 @@ def status_patch(raw: dict, reason: str, message: str, nominating: str | None) -
     """The pods/status patch for a failed attempt, or None when nothing would change
     (upstream updatePod + podutil.UpdatePodCondition)."""
     status = raw.get("status") or {}
+    # 1.37 tracks the pod's generation in its conditions (PodObservedGenerationTracking, on by
+    # default; podutil.CalculatePodConditionObservedGeneration). 0 is omitted, as Go's omitempty.
+    generation = (raw.get("metadata") or {}).get("generation") or 0
     existing = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), None)
     patch_status: dict[str, Any] = {}
-    if existing is None or (existing.get("status"), existing.get("reason"), existing.get("message")) != \
-            ("False", reason, message):
+    if existing is None or (existing.get("status"), existing.get("reason"), existing.get("message"),
+                            existing.get("observedGeneration") or 0) != ("False", reason, message, generation):
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         transition = now if existing is None or existing.get("status") != "False" else \
             existing.get("lastTransitionTime") or now
-        patch_status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": reason,
-                                       "message": message, "lastProbeTime": None,
-                                       "lastTransitionTime": transition}]
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
+                     "lastProbeTime": None, "lastTransitionTime": transition}
+        if generation:
+            condition["observedGeneration"] = generation
+        patch_status["conditions"] = [condition]
     current_nnn = status.get("nominatedNodeName") or ""
     if nominating is not None and nominating != current_nnn:
         patch_status["nominatedNodeName"] = nominating or None

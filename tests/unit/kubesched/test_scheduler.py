@@ -180,6 +180,19 @@ def test_status_patch_is_skipped_when_nothing_changes():
     assert status_patch(raw, "Unschedulable", "same", "n2") == {"status": {"nominatedNodeName": "n2"}}
 
 
+def test_pod_scheduled_condition_carries_the_observed_generation():
+    # 1.37 writes observedGeneration (PodObservedGenerationTracking) and a new generation alone
+    # makes the condition differ (podutil.UpdatePodCondition compares it).
+    raw = pod_raw("p")
+    raw["metadata"]["generation"] = 3
+    cond = status_patch(raw, "Unschedulable", "msg", None)["status"]["conditions"][0]
+    assert cond["observedGeneration"] == 3
+    raw["status"]["conditions"] = [cond]
+    assert status_patch(raw, "Unschedulable", "msg", None) is None
+    raw["metadata"]["generation"] = 4
+    assert status_patch(raw, "Unschedulable", "msg", None)["status"]["conditions"][0]["observedGeneration"] == 4
+
+
 def test_repeated_bind_failures_back_off_longer(fake_registry):
     sched, client = make(nodes=[node_raw("n1")], pods=[pod_raw("web")])
     client.fail_binds.add("web")
