@@ -199,7 +199,7 @@ class SchedulingCycle:
     def _schedule_pod_failure(self, fwk: Framework, state: CycleState, pod: PodInfo,
                               err: Exception) -> tuple[ScheduleResult, None, Status]:
         if isinstance(err, FitError):
-            nominating = None
+            nominating: str | None = CLEAR_NOMINATION  # no PostFilter: upstream clears it too
             if fwk.has_post_filter_plugins():
                 nominating, status = fwk.run_post_filter_plugins(state, pod, err.diagnosis.node_to_status)
                 err.diagnosis.post_filter_msg = status.message()
@@ -453,8 +453,14 @@ class SchedulingCycle:
                 fresh.unschedulable_plugins = pod.unschedulable_plugins
                 fresh.pending_plugins = pod.pending_plugins
             self.queue.add_unschedulable_if_not_present(fresh)
-        if nominating:
-            self.nominator.add_nominated_pod(pod, nominating)
+        # Upstream AddNominatedPod: an override sets or clears the in-memory nomination; a
+        # no-op keeps what the pod's latest status names.
+        node = nominating if nominating is not None else \
+            ((current or {}).get("status") or {}).get("nominatedNodeName") or ""
+        if node:
+            self.nominator.add_nominated_pod(pod, node)
+        else:
+            self.nominator.delete_nominated_pod_if_exists(pod)
         fwk.event_recorder.eventf(pod.raw, "Warning", "FailedScheduling", "Scheduling", truncate_message(message))
         self._submit_status_patch(pod, reason, message, nominating)
 

@@ -159,6 +159,28 @@ def test_preemption_nominates_a_node(fake_registry):
     assert [p.name for p in sched.nominator.nominated_pods_for_node("n1")] == ["urgent"]
 
 
+def test_preemption_without_a_candidate_clears_the_nomination(fake_registry):
+    # A pod nominated earlier (status and nominator) whose next preemption finds no candidate
+    # loses the nomination in memory and on the API (upstream: ModeOverride with "").
+    raw = pod_raw("urgent")
+    raw["status"]["nominatedNodeName"] = "n1"
+    sched, client = make(nodes=[node_raw("n1", labels={"reject": "yes"})], pods=[raw])
+    assert [p.name for p in sched.nominator.nominated_pods_for_node("n1")] == ["urgent"]
+    drain(sched)
+    assert client.status_patches[0][2]["status"]["nominatedNodeName"] is None
+    assert sched.nominator.nominated_pods_for_node("n1") == [] and not sched.nominator.has_nominated_pods()
+
+
+def test_no_post_filter_plugins_clears_the_nomination(fake_registry):
+    raw = pod_raw("urgent")
+    raw["status"]["nominatedNodeName"] = "n1"
+    sched, client = make(profiles=[{"plugins": {"postFilter": {"disabled": [{"name": "*"}]}}}],
+                         nodes=[node_raw("n1", labels={"reject": "yes"})], pods=[raw])
+    drain(sched)
+    assert client.status_patches[0][2]["status"]["nominatedNodeName"] is None
+    assert not sched.nominator.has_nominated_pods()
+
+
 def test_round_robin_start_index_advances_by_processed_nodes(fake_registry):
     nodes = [node_raw(f"n{i:03d}") for i in range(200)]
     sched, client = make(nodes=nodes, pods=[pod_raw("a")], percentageOfNodesToScore=10)
