@@ -16,8 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
-
 from kubesched import klog, metrics
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.queue import Nominator, SchedulingQueue
@@ -54,19 +52,44 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def select_host(names: list[str], totals: list[int], rng: random.Random = random) -> str:  # type: ignore[assignment]
-    """The highest total; ties broken uniformly at random (the same distribution as
-    upstream's reservoir sampling, with one random draw instead of one per tie)."""
-    return names[select_host_index(totals, rng)]
+def select_host(names: list[str], totals: list[int]) -> str:
+    """The highest total; among equal totals, the node v1.37's selectHost pops first.
+
+    Upstream heapifies the scores in feasible-node order (container/heap, higher TotalScore
+    first, then higher Randomizer) and pops the root. Randomizer is only drawn when
+    extenders score, so without extenders ties are broken by the heap's layout, not at random."""
+    return names[select_host_index(totals)]
 
 
-def select_host_index(totals: list[int], rng: random.Random = random) -> int:  # type: ignore[assignment]
+def select_host_index(totals: list[int]) -> int:
     """select_host's choice as an index into totals."""
     best = max(totals)
     if totals.count(best) == 1:  # hot path: C-level scans, no per-node Python
         return totals.index(best)
-    tied = np.flatnonzero(np.asarray(totals) == best)
-    return int(tied[rng.randrange(len(tied))])
+    if totals[0] == best:
+        return 0  # the root is never displaced by an equal score
+    return _heap_root(list(totals))
+
+
+def _heap_root(scores: list[int]) -> int:
+    """The index Go's heap.Init leaves at the root with Less = greater score (ties never swap)."""
+    n = len(scores)
+    index = list(range(n))
+    for start in range(n // 2 - 1, -1, -1):
+        i = start
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            right = child + 1
+            if right < n and scores[right] > scores[child]:
+                child = right
+            if not scores[child] > scores[i]:
+                break
+            scores[i], scores[child] = scores[child], scores[i]
+            index[i], index[child] = index[child], index[i]
+            i = child
+    return index[0]
 
 
 class ScheduleResult:
@@ -223,7 +246,7 @@ class SchedulingCycle:
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, 1 + len(diagnosis.node_to_status), 1)
         totals = self.prioritize_nodes(fwk, state, pod, feasible)
-        host = feasible[select_host_index(totals, self.rng)].name
+        host = feasible[select_host_index(totals)].name
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
 
     def pre_filter(self, fwk: Framework, state: CycleState, pod: PodInfo,
