@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
 from kubesched.backend.queue import SchedulingQueue
-from kubesched.backend.trim import trim_node, trim_pod
+from kubesched.backend.trim import resize_state, trim_node, trim_pod
 from kubesched.client import ApiClient
 from kubesched.framework.interface import ActionType, ClusterEvent, EventResource, Status
 from kubesched.framework.types import PodInfo
@@ -123,8 +123,9 @@ class EventHandlers:
         # Hot path: every bind comes back here, so the old object is parsed only when needed.
         was_assigned = assigned(old_raw)
         if was_assigned and not is_terminal(new_raw) and old_raw.get("spec") == new_raw.get("spec") and \
-                (old_raw.get("metadata") or {}).get("labels") == (new_raw.get("metadata") or {}).get("labels"):
-            return  # a status-only change: nothing the scheduler reads
+                (old_raw.get("metadata") or {}).get("labels") == (new_raw.get("metadata") or {}).get("labels") \
+                and resize_state(old_raw) == resize_state(new_raw):
+            return  # a status-only change that leaves the pod's usage as it was: nothing the scheduler reads
         new_pod = PodInfo(new_raw)
         if not was_assigned:
             # Bound: leaves the queue, enters (or confirms in) the cache.

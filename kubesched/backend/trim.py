@@ -26,8 +26,12 @@ CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy", "res
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
 # Pod status: phase (terminal pods), conditions (PodScheduled patches, DisruptionTarget in
-# preemption), nominatedNodeName (nominator), startTime (preemption's victim order).
-POD_STATUS_FIELDS = ("phase", "conditions", "nominatedNodeName", "startTime")
+# preemption, PodResizePending), nominatedNodeName (nominator), startTime (preemption's victim
+# order), resources and allocatedResources (in-place resize: what a running pod uses).
+POD_STATUS_FIELDS = ("phase", "conditions", "nominatedNodeName", "startTime", "resources", "allocatedResources")
+# Of each container status, what in-place resize reads.
+CONTAINER_STATUS_FIELDS = ("name", "resources", "allocatedResources")
+CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses")
 
 # Node status: allocatable/capacity (NodeResourcesFit), images (ImageLocality),
 # declaredFeatures (NodeDeclaredFeatures), conditions (the NodeConditionChange event).
@@ -65,8 +69,25 @@ def trim_pod(pod: dict) -> dict:
             if key in spec:
                 spec[key] = [_trim_container(container) for container in spec[key] or ()]
     if "status" in pod:
-        pod["status"] = _keep(pod["status"], POD_STATUS_FIELDS)
+        status = pod["status"]
+        kept = _keep(status, POD_STATUS_FIELDS)
+        for key in CONTAINER_STATUS_LISTS:
+            statuses = [_keep(cs, CONTAINER_STATUS_FIELDS) for cs in (status or {}).get(key) or ()
+                        if "resources" in cs or "allocatedResources" in cs]
+            if statuses:
+                kept[key] = statuses
+        pod["status"] = kept
     return pod
+
+
+def resize_state(pod: dict) -> tuple:
+    """What of a pod's status changes its resource usage (in-place resize): the container and
+    pod status resources and the PodResizePending reason."""
+    status = pod.get("status") or {}
+    pending = next((c.get("reason") for c in status.get("conditions") or () if c.get("type") == "PodResizePending"),
+                   None)
+    return (status.get("containerStatuses"), status.get("initContainerStatuses"), status.get("resources"),
+            status.get("allocatedResources"), pending)
 
 
 def trim_node(node: dict) -> dict:
