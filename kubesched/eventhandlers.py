@@ -52,6 +52,8 @@ def node_scheduling_properties_change(old: dict, new: dict) -> ActionType:
         action |= ActionType.UPDATE_NODE_CONDITION
     if om.get("annotations") != nm.get("annotations"):
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    if ost.get("declaredFeatures") != nst.get("declaredFeatures"):  # kept sorted by the kubelet
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action
 
 
@@ -83,15 +85,20 @@ class EventHandlers:
 
     def on_node_add(self, raw: dict) -> None:
         self.cache.add_node(raw)
-        self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd"))
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd"),
+                                                 new=raw)
 
     def on_node_update(self, old: dict, new: dict) -> None:
         self.cache.update_node(new)
         action = node_scheduling_properties_change(old, new)
         if action:
-            self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, action, "NodeUpdate"))
+            self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, action, "NodeUpdate"),
+                                                     old=old, new=new)
 
     def on_node_delete(self, raw: dict) -> None:
+        # A node leaving can help too: spreading constraints lose a domain (upstream NodeDelete).
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, ActionType.DELETE, "NodeDelete"),
+                                                 old=raw)
         self.cache.remove_node((raw.get("metadata") or {}).get("name", ""))
 
     def on_pod_add(self, raw: dict) -> None:
@@ -101,7 +108,7 @@ class EventHandlers:
             pod = PodInfo(raw)
             self.cache.add_pod(pod)
             self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"))
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"), new=raw)
             return
         pod = PodInfo(raw)
         if self.responsible_for(pod) and not is_terminal(raw):
@@ -117,7 +124,11 @@ class EventHandlers:
         if is_terminal(new_raw):
             self.queue.delete(new_pod)
             return
-        self.queue.update(PodInfo(old_raw), new_pod)
+        old_pod = PodInfo(old_raw)
+        self.queue.update(old_pod, new_pod)
+        if old_pod.nominated_node_name and old_pod.nominated_node_name != new_pod.nominated_node_name:
+            # Lower or equal priority pods counted it as if it ran on its nominated node.
+            self._nominated_pod_left(old_pod, old_raw)
 
     def _on_assigned_pod_update(self, old_raw: dict, new_raw: dict) -> None:
         # Hot path: every bind comes back here, so the old object is parsed only when needed.
@@ -133,12 +144,12 @@ class EventHandlers:
         if is_terminal(new_raw):
             self.cache.remove_pod(new_pod)
             self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), old=new_raw)
             return
         self.cache.update_pod(new_pod)
         if not was_assigned:
             self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"))
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"), new=new_raw)
             return
         action = ActionType(0)
         if (old_raw.get("metadata") or {}).get("labels") != (new_raw.get("metadata") or {}).get("labels"):
@@ -147,7 +158,7 @@ class EventHandlers:
             action |= ActionType.UPDATE_POD_SCALE_DOWN
         if action:
             self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(EventResource.ASSIGNED_POD, action, "AssignedPodUpdate"))
+                ClusterEvent(EventResource.ASSIGNED_POD, action, "AssignedPodUpdate"), old=old_raw, new=new_raw)
 
     def on_pod_delete(self, raw: dict) -> None:
         pod = PodInfo(raw)
@@ -155,10 +166,20 @@ class EventHandlers:
             self.queue.delete(pod)
             self.cache.remove_pod(pod)
             self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), old=raw)
             return
         if self.responsible_for(pod):
             self.queue.delete(pod)
+            if pod.nominated_node_name:
+                self._nominated_pod_left(pod, raw)
+
+    def _nominated_pod_left(self, pod: PodInfo, raw: dict) -> None:
+        """A nominated pod was deleted or lost its nomination: the room it held on its node is
+        free for the lower or equal priority pods that saw it there (getLEPriorityPreCheck)."""
+        priority = pod.priority
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"),
+            pre_check=lambda other: other.priority <= priority, old=raw)
 
     def _pdbs(self) -> list[dict]:
         return self.list_objects("poddisruptionbudgets")

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from kubesched import metrics
+from kubesched import klog, metrics
 from kubesched.framework.interface import ActionType, ClusterEvent, EventResource
 from kubesched.framework.types import PodInfo
 
@@ -385,8 +385,11 @@ class SchedulingQueue:
     # -- cluster events -------------------------------------------------------------------
 
     def move_all_to_active_or_backoff(self, event: ClusterEvent,
-                                      pre_check: Callable[[PodInfo], bool] | None = None) -> None:
-        """Requeue every unschedulable pod whose rejecting plugins care about event."""
+                                      pre_check: Callable[[PodInfo], bool] | None = None,
+                                      old: dict | None = None, new: dict | None = None) -> None:
+        """Requeue every unschedulable pod that one of its rejecting plugins says this event
+        may help (upstream isPodWorthRequeuing): the plugin registered the event and its
+        hint, given the objects before (old) and after (new) the change, does not say skip."""
         with self.cond:
             self.move_request_cycle = self.scheduling_cycle
             label = _event_label(event)
@@ -394,20 +397,32 @@ class SchedulingQueue:
                 if pre_check is not None and not pre_check(entry.pod):
                     continue
                 if entry.gated_by:
-                    if self._plugin_cares(entry.gated_by, event):
+                    if self._plugin_cares(entry.gated_by, event, entry.pod, old, new):
                         self._unplace(entry)
                         self._enqueue_new(entry, label)
                     continue
                 plugins = entry.pod.unschedulable_plugins | entry.pod.pending_plugins
-                if not plugins or any(self._plugin_cares(p, event) for p in plugins):
+                if not plugins or any(self._plugin_cares(p, event, entry.pod, old, new) for p in plugins):
                     self._requeue(entry, label)
 
-    def _plugin_cares(self, plugin: str, event: ClusterEvent) -> bool:
+    def _plugin_cares(self, plugin: str, event: ClusterEvent, pod: PodInfo, old: dict | None,
+                      new: dict | None) -> bool:
         registered = self.plugin_events.get(plugin)
         if registered is None:
             # A plugin that registers nothing could be unblocked by anything.
             return True
-        return any(r.matches(event) for r in registered)
+        for r in registered:
+            if not r.matches(event):
+                continue
+            if r.hint is None or (old is None and new is None):
+                return True
+            try:
+                if r.hint(pod, old, new):
+                    return True
+            except Exception as err:  # noqa: BLE001 - a broken hint must not lose the pod: requeue, as upstream
+                klog.error("QueueingHint failed; requeueing the pod", plugin=plugin, pod=pod.key, err=repr(err))
+                return True
+        return False
 
     def _requeue(self, entry: QueuedPod, event: str) -> None:
         self._place(entry, BACKOFF if self._is_backing_off(entry) else ACTIVE, event)
