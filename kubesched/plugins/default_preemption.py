@@ -84,11 +84,8 @@ def filter_victims_with_pdb_violation(victims: list[PodInfo], pdbs: list[dict]) 
             selectors.append(None)
 
     def violating(pod: PodInfo) -> bool:
-        # Every PDB that selects the pod loses one allowed disruption, even after one of
-        # them is already violated, so later victims see the budgets this one used up.
         if not pod.labels:
             return False
-        violated = False
         for i, pdb in enumerate(pdbs):
             meta, status = pdb.get("metadata") or {}, pdb.get("status") or {}
             if meta.get("namespace") != pod.namespace:
@@ -100,8 +97,8 @@ def filter_victims_with_pdb_violation(victims: list[PodInfo], pdbs: list[dict]) 
                 continue
             allowed[i] -= 1
             if allowed[i] < 0:
-                violated = True
-        return violated
+                return True
+        return False
 
     violating_victims, non_violating = [], []
     for v in victims:
