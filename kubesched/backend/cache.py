@@ -22,9 +22,9 @@ LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
 LEGACY_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
 
 # How long an assumed pod whose binding finished may wait for its Add/Update before it is
-# dropped; 0 means never, as kube-scheduler's durationToExpireAssumedPod (0 since 1.20): the
-# informer's relist confirms or removes it, and expiring a bound pod early would let the
-# next pods overcommit its node.
+# dropped; 0 means never, as kube-scheduler (durationToExpireAssumedPod was 0, and v1.37.1's
+# cache has no expiry at all): the informer confirms or removes it, and expiring a bound pod
+# early would let the next pods overcommit its node.
 ASSUMED_POD_TTL = 0.0
 
 

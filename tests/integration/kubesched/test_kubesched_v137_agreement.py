@@ -1,0 +1,186 @@
+"""Behaviours where kubesched used to differ from kube-scheduler v1.37, each run through both
+kubesched and the pinned kube-scheduler on the same scenario against the lab, with the same
+outcome asserted: a nomination cleared when preemption finds no candidate (and the
+PodScheduled condition's observedGeneration), a node delete that unblocks a spreading pod,
+and how preemption counts a victim against overlapping PDBs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+from kubesched_lab import API_VERSION, pod_manifest, settle_taints, wait_for
+
+KUBE_SCHEDULER = os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler")
+SCHEDULERS = ("kube-scheduler", "kubesched")
+
+
+@pytest.fixture
+def run_scheduler(run_kubesched, lab_kubeconfig, tmp_path):
+    """Factory: run_scheduler(kind, name=None) -> the schedulerName it serves (a fresh one by default)."""
+    upstream: list[subprocess.Popen] = []
+
+    def start(kind: str, name: str | None = None) -> str:
+        name = name or f"agree-{uuid.uuid4().hex[:6]}"
+        if kind == "kubesched":
+            run_kubesched({"profiles": [{"schedulerName": name}]})
+            return name
+        if not os.path.exists(KUBE_SCHEDULER):
+            pytest.fail(f"{KUBE_SCHEDULER} is missing: run lab/k8s-binaries.sh", pytrace=False)
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump({
+            "apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": lab_kubeconfig}, "leaderElection": {"leaderElect": False},
+            "profiles": [{"schedulerName": name}]}))
+        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
+        upstream.append(subprocess.Popen([KUBE_SCHEDULER, "--config", str(config), "--secure-port", "0", "-v=2"],
+                                         stdout=log, stderr=subprocess.STDOUT))
+        return name
+
+    yield start
+    for proc in upstream:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def read_pod(core_v1, namespace: str, name: str) -> dict:
+    return json.loads(core_v1.read_namespaced_pod(name, namespace, _preload_content=False).data)
+
+
+def pause(name: str, cpu: str, **spec) -> dict:
+    return pod_manifest(name, terminationGracePeriodSeconds=0, containers=[
+        {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}], **spec)
+
+
+def test_nomination_is_cleared_when_preemption_finds_no_candidate(run_scheduler, nodes, core_v1, namespace):
+    [node] = settle_taints(core_v1, nodes(1, cpu="1", zones=0))
+    outcomes = {}
+    for kind in SCHEDULERS:
+        holder, want = f"holder-{kind}", f"want-{kind}"
+        core_v1.create_namespaced_pod(namespace, pause(holder, "900m", nodeName=node), _preload_content=False)
+        scheduler = f"agree-{uuid.uuid4().hex[:6]}"
+        core_v1.create_namespaced_pod(namespace, pause(want, "900m", schedulerName=scheduler),
+                                      _preload_content=False)
+        # An earlier preemption (by anyone) left a nomination; the holder has the same priority,
+        # so this attempt finds no victim. The scheduler starts once the pod is in that state.
+        core_v1.patch_namespaced_pod_status(want, namespace, {"status": {"nominatedNodeName": node}},
+                                            _preload_content=False)
+        run_scheduler(kind, scheduler)
+
+        def decided(name=want):
+            pod = read_pod(core_v1, namespace, name)
+            cond = next((c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"), None)
+            return pod if cond and cond["status"] == "False" and not pod["status"].get("nominatedNodeName") else None
+
+        pod = wait_for(decided, 30, what=f"{kind}: {want} unschedulable with its nomination cleared")
+        cond = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+        outcomes[kind] = {"nominated": pod["status"].get("nominatedNodeName", ""), "reason": cond["reason"],
+                          "message": cond["message"],
+                          "observedGeneration": cond.get("observedGeneration") == pod["metadata"]["generation"]}
+        core_v1.delete_namespaced_pod(holder, namespace, grace_period_seconds=0, _preload_content=False)
+        core_v1.delete_namespaced_pod(want, namespace, grace_period_seconds=0, _preload_content=False)
+        wait_for(lambda h=holder: not any(p["metadata"]["name"] == h for p in json.loads(
+            core_v1.list_namespaced_pod(namespace, _preload_content=False).data)["items"]), 30, what="holder gone")
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"]
+    assert outcomes["kubesched"]["observedGeneration"] is True
+
+
+def test_node_delete_unblocks_a_spreading_pod(run_scheduler, nodes, core_v1, namespace):
+    bound = {}
+    for kind in SCHEDULERS:
+        blocked, open_ = nodes(2, cpu="4", zones=0, prefix=f"sp{kind[-5:]}-{uuid.uuid4().hex[:3]}-")
+        settle_taints(core_v1, [blocked], [{"key": "block", "value": "x", "effect": "NoSchedule"}])
+        settle_taints(core_v1, [open_])
+        app = f"spread-{kind}"
+        core_v1.create_namespaced_pod(namespace, pause(f"{app}-0", "100m", nodeName=open_, labels={"app": app}),
+                                      _preload_content=False)
+        scheduler = run_scheduler(kind)
+        name = f"{app}-1"
+        core_v1.create_namespaced_pod(namespace, pause(name, "100m", schedulerName=scheduler, labels={"app": app},
+                                                       topologySpreadConstraints=[{
+                                                           "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                                           "whenUnsatisfiable": "DoNotSchedule",
+                                                           "labelSelector": {"matchLabels": {"app": app}}}]),
+                                      _preload_content=False)
+        # The tainted node counts as an empty domain (nodeTaintsPolicy Ignore): skew 2 on the other.
+        wait_for(lambda n=name: any(c["type"] == "PodScheduled" and c["status"] == "False" for c in
+                                    read_pod(core_v1, namespace, n)["status"].get("conditions") or ()),
+                 30, what=f"{kind}: {name} unschedulable")
+        core_v1.delete_node(blocked, _preload_content=False)
+        # Well before the 5-minute unschedulable flush: only the NodeDelete event can move it.
+        bound[kind] = wait_for(lambda n=name: read_pod(core_v1, namespace, n)["spec"].get("nodeName"), 30,
+                               what=f"{kind}: {name} bound after the node delete") == open_
+        core_v1.delete_node(open_, _preload_content=False)  # the next run starts from its own nodes only
+    assert bound == {"kube-scheduler": True, "kubesched": True}
+
+
+def test_a_victim_counts_against_pdbs_until_the_first_it_violates(run_scheduler, nodes, core_v1, api_client, namespace):
+    scheduling = client.SchedulingV1Api(api_client)
+    policy = client.PolicyV1Api(api_client)
+    tag = uuid.uuid4().hex[:5]
+    classes = {f"agree-{tag}-{level}": value for level, value in (("low", 1), ("mid", 5), ("high", 100))}
+    for class_name, value in classes.items():
+        scheduling.create_priority_class({"metadata": {"name": class_name}, "value": value}, _preload_content=False)
+    chosen = {}
+    try:
+        for kind in SCHEDULERS:
+            node_a, node_b = settle_taints(core_v1, nodes(2, cpu="2", zones=0, prefix=f"pdb{kind[-5:]}-{tag}-"))
+            run = f"{kind[-5:]}-{tag}"
+            victims = [("a1", node_a, "low", {"app": "a", "tier": "web"}), ("b1", node_a, "low", {"app": "b", "tier": "web"}),
+                       ("c1", node_b, "mid", {"app": "c", "tier": "db"}), ("c2", node_b, "mid", {"app": "c", "tier": "db"})]
+            for hour, (name, node, level, labels) in enumerate(victims):
+                core_v1.create_namespaced_pod(namespace, pause(f"{name}-{run}", "1", nodeName=node,
+                                                               priorityClassName=f"agree-{tag}-{level}",
+                                                               labels={**labels, "run": run}),
+                                              _preload_content=False)
+                # Start times order the victims (a1 before b1): no kubelet writes them here.
+                core_v1.patch_namespaced_pod_status(f"{name}-{run}", namespace, {"status": {
+                    "startTime": f"2026-01-01T{hour:02d}:00:00Z"}}, _preload_content=False)
+            # node A: a1 breaks "apps"; v1.37.1 stops counting there, so "web" still allows b1:
+            # 1 violation. Node B: c2 breaks "db": 1 violation. The tie goes to the lower
+            # priority victims, on node A (had a1 also used up "web", node B would win).
+            for pdb_name, selector, allowed in (("apps", {"app": "a"}, 0), ("web", {"tier": "web"}, 1),
+                                                ("db", {"tier": "db"}, 1)):
+                full = f"{pdb_name}-{run}"
+                policy.create_namespaced_pod_disruption_budget(namespace, {
+                    "metadata": {"name": full}, "spec": {"minAvailable": 0,
+                                                         "selector": {"matchLabels": {**selector, "run": run}}}},
+                    _preload_content=False)
+                # The lab runs no disruption controller: the budget is written as it would.
+                policy.patch_namespaced_pod_disruption_budget_status(full, namespace, {"status": {
+                    "disruptionsAllowed": allowed, "currentHealthy": 2, "desiredHealthy": 2, "expectedPods": 2,
+                    "observedGeneration": 1}}, _preload_content=False)
+            scheduler = run_scheduler(kind)
+            preemptor = f"urgent-{run}"
+            core_v1.create_namespaced_pod(namespace, pause(preemptor, "2", schedulerName=scheduler,
+                                                           priorityClassName=f"agree-{tag}-high"),
+                                          _preload_content=False)
+
+            def placed(name=preemptor):
+                pod = read_pod(core_v1, namespace, name)
+                return pod["spec"].get("nodeName") or pod["status"].get("nominatedNodeName")
+
+            where = wait_for(placed, 40, what=f"{kind}: {preemptor} nominated or bound")
+            chosen[kind] = "B" if where == node_b else "A" if where == node_a else where
+            for pod in json.loads(core_v1.list_namespaced_pod(namespace, _preload_content=False).data)["items"]:
+                try:
+                    core_v1.delete_namespaced_pod(pod["metadata"]["name"], namespace, grace_period_seconds=0,
+                                                  _preload_content=False)
+                except ApiException as err:
+                    if err.status != 404:  # a victim the scheduler deleted meanwhile
+                        raise
+            for node in (node_a, node_b):  # the next run starts from its own nodes only
+                core_v1.delete_node(node, _preload_content=False)
+    finally:
+        for class_name in classes:
+            scheduling.delete_priority_class(class_name, _preload_content=False)
+    assert chosen == {"kube-scheduler": "A", "kubesched": "A"}
