@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -184,3 +185,67 @@ def test_a_victim_counts_against_pdbs_until_the_first_it_violates(run_scheduler,
         for class_name in classes:
             scheduling.delete_priority_class(class_name, _preload_content=False)
     assert chosen == {"kube-scheduler": "A", "kubesched": "A"}
+
+
+def failed_scheduling_events(api_client, namespace: str, name: str) -> list[dict]:
+    raw = client.EventsV1Api(api_client).list_namespaced_event(namespace, _preload_content=False)
+    return [e for e in json.loads(raw.data)["items"]
+            if (e.get("regarding") or {}).get("name") == name and e.get("reason") == "FailedScheduling"]
+
+
+def test_a_node_the_pod_cannot_use_does_not_retry_it(run_scheduler, nodes, core_v1, namespace):
+    """QueueingHints: NodeAffinity skips a new node whose labels do not match, so the pod's
+    condition still counts one node; a matching node schedules it."""
+    outcomes = {}
+    for kind in SCHEDULERS:
+        tag = uuid.uuid4().hex[:4]
+        [first] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-a-"))
+        scheduler = run_scheduler(kind)
+        name = f"ssd-{kind}"
+        core_v1.create_namespaced_pod(namespace, pause(name, "100m", schedulerName=scheduler,
+                                                       nodeSelector={"disk": f"ssd-{tag}"}), _preload_content=False)
+
+        def message(n=name):
+            cond = next((c for c in read_pod(core_v1, namespace, n)["status"].get("conditions") or ()
+                         if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+            return cond["message"] if cond else None
+
+        before = wait_for(message, 30, what=f"{kind}: {name} unschedulable")
+        [other] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-b-"))
+        time.sleep(4)  # past the pod's 1s backoff: a retry would have rewritten "0/1" as "0/2"
+        after = message()
+        [ssd] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-c-",
+                                             labels={"disk": f"ssd-{tag}"}))
+        bound = wait_for(lambda n=name: read_pod(core_v1, namespace, n)["spec"].get("nodeName"), 30,
+                         what=f"{kind}: {name} bound on the matching node")
+        outcomes[kind] = (before.split(":")[0], after == before, bound == ssd)
+        for node in (first, other, ssd):
+            core_v1.delete_node(node, _preload_content=False)
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"] == ("0/1 nodes are available", True, True)
+
+
+def test_repeated_failures_fold_into_one_event_series(run_scheduler, nodes, core_v1, api_client, namespace):
+    """client-go's series: the first repeat patches count 2; later repeats (same pod version,
+    same key) count in memory until the 30-minute refresh or the 6-minute finish."""
+    outcomes = {}
+    for kind in SCHEDULERS:
+        [node] = settle_taints(core_v1, nodes(1, cpu="2", zones=0, prefix=f"ev{kind[-5:]}-{uuid.uuid4().hex[:3]}-"))
+        holder, want = f"hold-{kind}", f"want-{kind}"
+        core_v1.create_namespaced_pod(namespace, pause(holder, "1500m", nodeName=node), _preload_content=False)
+        scheduler = run_scheduler(kind)
+        core_v1.create_namespaced_pod(namespace, pause(want, "1", schedulerName=scheduler), _preload_content=False)
+        wait_for(lambda n=want: failed_scheduling_events(api_client, namespace, n), 30, what=f"{kind}: first event")
+        # More allocatable each time (NodeResourcesFit's hint: worth a retry), never enough:
+        # three more attempts with the same message, so the pod's status and version stay.
+        for milli in (2100, 2200, 2300):
+            core_v1.patch_node_status(node, {"status": {"allocatable": {"cpu": f"{milli}m"}}}, _preload_content=False)
+            time.sleep(5)
+        events = sorted(failed_scheduling_events(api_client, namespace, want), key=lambda e: e["eventTime"])
+        outcomes[kind] = [(e.get("series") or {}).get("count") for e in events]
+        core_v1.delete_namespaced_pod(want, namespace, grace_period_seconds=0, _preload_content=False)
+        core_v1.delete_namespaced_pod(holder, namespace, grace_period_seconds=0, _preload_content=False)
+        core_v1.delete_node(node, _preload_content=False)
+    # The first attempt's condition patch gives the pod a new resourceVersion, which is part of
+    # the key: attempt 2 starts a second event, attempt 3 makes it a series (count 2), attempt 4
+    # is counted in memory only.
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"] == [None, 2]
