@@ -249,3 +249,35 @@ def test_repeated_failures_fold_into_one_event_series(run_scheduler, nodes, core
     # the key: attempt 2 starts a second event, attempt 3 makes it a series (count 2), attempt 4
     # is counted in memory only.
     assert outcomes["kubesched"] == outcomes["kube-scheduler"] == [None, 2]
+
+
+def test_a_resized_pod_counts_what_it_was_allocated(run_scheduler, nodes, core_v1, namespace):
+    """In-place resize: a running pod whose allocated and actual requests (status) exceed its
+    spec counts the larger amount, so a pod that would fit beside the spec does not."""
+    outcomes = {}
+    for kind in SCHEDULERS:
+        [node] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"rs{kind[-5:]}-{uuid.uuid4().hex[:3]}-"))
+        grown, want = f"grown-{kind}", f"want-{kind}"
+        core_v1.create_namespaced_pod(namespace, pause(grown, "1", nodeName=node), _preload_content=False)
+        # What a kubelet reports after resizing the container to 3 cpu (the spec still says 1).
+        core_v1.patch_namespaced_pod_status(grown, namespace, {"status": {"containerStatuses": [{
+            "name": "c", "image": "registry.k8s.io/pause:3.10", "imageID": "", "ready": True, "restartCount": 0,
+            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+            "allocatedResources": {"cpu": "3"}, "resources": {"requests": {"cpu": "3"}}}]}},
+            _preload_content=False)
+        scheduler = run_scheduler(kind)
+        core_v1.create_namespaced_pod(namespace, pause(want, "2", schedulerName=scheduler), _preload_content=False)
+
+        def decided(n=want):
+            pod = read_pod(core_v1, namespace, n)
+            cond = next((c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"), {})
+            if pod["spec"].get("nodeName"):
+                return "bound"
+            return cond.get("message") if cond.get("status") == "False" else None
+
+        outcomes[kind] = wait_for(decided, 30, what=f"{kind}: {want} decided")
+        for pod_name in (want, grown):
+            core_v1.delete_namespaced_pod(pod_name, namespace, grace_period_seconds=0, _preload_content=False)
+        core_v1.delete_node(node, _preload_content=False)
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"]
+    assert outcomes["kubesched"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
