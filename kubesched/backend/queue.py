@@ -8,7 +8,8 @@ Three places a pending pod can wait:
   is empty, pop takes the next backoffQ pod early (upstream's SchedulerPopFromBackoffQ).
 - unschedulable pods: pods no node fitted. They move back to activeQ/backoffQ when a cluster
   event one of their rejecting plugins registered for happens (a node added, a taint removed,
-  a pod deleted...), or after podMaxInUnschedulablePodsDuration (5 minutes) regardless.
+  a pod deleted...) and that plugin's QueueingHint, shown the objects before and after, does
+  not rule it out; or after podMaxInUnschedulablePodsDuration (5 minutes) regardless.
 Pods a PreEnqueue plugin rejects (SchedulingGates) wait as "gated" until an update lets them in.
 """
 
