@@ -4,9 +4,10 @@ import ssl
 import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 
 import yaml
-from kubesched_lab import ROOT, node_of, pod_manifest, settle_taints, wait_for, write_unreachable_kubeconfig
+from kubesched_lab import node_of, pod_manifest, settle_taints, wait_for, write_unreachable_kubeconfig
 
 from kubesched.client import load_kubeconfig
 
@@ -33,7 +34,7 @@ def test_health_and_metrics_endpoints(run_kubesched, nodes, core_v1, namespace):
 
 def test_metrics_need_a_client_certificate_signed_by_the_client_ca(run_kubesched, lab_kubeconfig):
     creds = load_kubeconfig(lab_kubeconfig)
-    ca = str(ROOT / ".lab" / "ca.crt")
+    ca = str(Path(lab_kubeconfig).parent / "ca.crt")  # the lab in use, private labs included
     sched = run_kubesched({}, "--client-ca-file", ca)
     assert sched.get("/metrics")[0] == 401
     assert sched.get("/healthz") == (200, "ok")
