@@ -66,30 +66,31 @@ def select_host_index(totals: list[int]) -> int:
     best = max(totals)
     if totals.count(best) == 1:  # hot path: C-level scans, no per-node Python
         return totals.index(best)
-    if totals[0] == best:
-        return 0  # the root is never displaced by an equal score
-    return _heap_root(list(totals))
+    return heap_root(totals, best)
 
 
-def _heap_root(scores: list[int]) -> int:
-    """The index Go's heap.Init leaves at the root with Less = greater score (ties never swap)."""
-    n = len(scores)
-    index = list(range(n))
-    for start in range(n // 2 - 1, -1, -1):
-        i = start
-        while True:
-            child = 2 * i + 1
-            if child >= n:
+def heap_root(totals: list[int], best: int) -> int:
+    """The index Go's heap.Init leaves at the root (Less = greater total; equal totals never
+    swap), without building the heap.
+
+    Heapifying bottom-up leaves at each position its own element when no child subtree holds
+    a greater total, else the root of the child subtree with the greater maximum, the left one
+    on a tie. So from the root, walk into the left subtree whenever it holds a best total, else
+    the right, and stop at the first best total on the way. A subtree's positions k levels
+    down form one contiguous run of the list, so each check is a few C-level slice scans."""
+    n = len(totals)
+    i = 0
+    while totals[i] != best:
+        left = 2 * i + 1
+        first = last = left
+        while first < n:  # does the subtree under `left` hold a best total?
+            if best in totals[first:last + 1]:
+                i = left
                 break
-            right = child + 1
-            if right < n and scores[right] > scores[child]:
-                child = right
-            if not scores[child] > scores[i]:
-                break
-            scores[i], scores[child] = scores[child], scores[i]
-            index[i], index[child] = index[child], index[i]
-            i = child
-    return index[0]
+            first, last = 2 * first + 1, 2 * last + 2
+        else:
+            i = left + 1
+    return i
 
 
 class ScheduleResult:
