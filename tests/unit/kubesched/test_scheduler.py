@@ -238,3 +238,28 @@ def test_repeated_bind_failures_back_off_longer(fake_registry):
     again = sched.queue.entries[uid]
     assert again.consecutive_errors == 2 and again.pod.attempts == 2
     assert sched.queue.backoff_duration(again.consecutive_errors) == 2
+
+
+def _go_heap_init_root(totals):
+    """Go's container/heap Init with Less = greater total, written out: the oracle for the walk."""
+    scores, index, n = list(totals), list(range(len(totals))), len(totals)
+    for start in range(n // 2 - 1, -1, -1):
+        i = start
+        while 2 * i + 1 < n:
+            child = 2 * i + 1
+            if child + 1 < n and scores[child + 1] > scores[child]:
+                child += 1
+            if not scores[child] > scores[i]:
+                break
+            scores[i], scores[child] = scores[child], scores[i]
+            index[i], index[child] = index[child], index[i]
+            i = child
+    return index[0]
+
+
+def test_select_host_walk_equals_heapify_on_random_ties():
+    rng = random.Random(11)
+    for _unused in range(3000):
+        totals = [rng.randrange(rng.randint(1, 4)) for _unused in range(rng.randint(1, 400))]
+        names = [f"n{i}" for i in range(len(totals))]
+        assert select_host(names, totals) == names[_go_heap_init_root(totals)], totals
