@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
 from kubesched.backend.queue import SchedulingQueue
-from kubesched.backend.trim import trim_metadata, trim_node, trim_pod
+from kubesched.backend.trim import resize_state, trim_metadata, trim_node, trim_pod
 from kubesched.backend.volumes import VolumeObjects
 from kubesched.client import ApiClient
 from kubesched.framework.interface import ActionType, ClusterEvent, EventResource, Status
@@ -63,6 +63,8 @@ def node_scheduling_properties_change(old: dict, new: dict) -> ActionType:
         action |= ActionType.UPDATE_NODE_CONDITION
     if om.get("annotations") != nm.get("annotations"):
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    if ost.get("declaredFeatures") != nst.get("declaredFeatures"):  # kept sorted by the kubelet
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action
 
 
@@ -97,15 +99,20 @@ class EventHandlers:
 
     def on_node_add(self, raw: dict) -> None:
         self.cache.add_node(raw)
-        self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd"))
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd"),
+                                                 new=raw)
 
     def on_node_update(self, old: dict, new: dict) -> None:
         self.cache.update_node(new)
         action = node_scheduling_properties_change(old, new)
         if action:
-            self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, action, "NodeUpdate"))
+            self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, action, "NodeUpdate"),
+                                                     old=old, new=new)
 
     def on_node_delete(self, raw: dict) -> None:
+        # A node leaving can help too: spreading constraints lose a domain (upstream NodeDelete).
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(EventResource.NODE, ActionType.DELETE, "NodeDelete"),
+                                                 old=raw)
         self.cache.remove_node((raw.get("metadata") or {}).get("name", ""))
 
     def on_storage_event(self, resource: str, old: dict | None, new: dict | None) -> None:
@@ -115,7 +122,7 @@ class EventHandlers:
         event_resource = STORAGE_EVENT_RESOURCES[resource]
         self.queue.move_all_to_active_or_backoff(
             ClusterEvent(event_resource, action, f"{event_resource.value.rpartition('/')[2]}{action.name.title()}"),
-            objects=(old, new))
+            old=old, new=new)
 
     def on_pod_add(self, raw: dict) -> None:
         if assigned(raw):
@@ -124,7 +131,7 @@ class EventHandlers:
             pod = PodInfo(raw)
             self.cache.add_pod(pod)
             self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"))
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"), new=raw)
             return
         pod = PodInfo(raw)
         if self.responsible_for(pod) and not is_terminal(raw):
@@ -142,14 +149,19 @@ class EventHandlers:
         if is_terminal(new_raw):
             self.queue.delete(new_pod)
             return
-        self.queue.update(PodInfo(old_raw), new_pod)
+        old_pod = PodInfo(old_raw)
+        self.queue.update(old_pod, new_pod)
+        if old_pod.nominated_node_name and old_pod.nominated_node_name != new_pod.nominated_node_name:
+            # Lower or equal priority pods counted it as if it ran on its nominated node.
+            self._nominated_pod_left(old_pod, old_raw)
 
     def _on_assigned_pod_update(self, old_raw: dict, new_raw: dict) -> None:
         # Hot path: every bind comes back here, so the old object is parsed only when needed.
         was_assigned = assigned(old_raw)
         if was_assigned and not is_terminal(new_raw) and old_raw.get("spec") == new_raw.get("spec") and \
-                (old_raw.get("metadata") or {}).get("labels") == (new_raw.get("metadata") or {}).get("labels"):
-            return  # a status-only change: nothing the scheduler reads
+                (old_raw.get("metadata") or {}).get("labels") == (new_raw.get("metadata") or {}).get("labels") \
+                and resize_state(old_raw) == resize_state(new_raw):
+            return  # a status-only change that leaves the pod's usage as it was: nothing the scheduler reads
         new_pod = PodInfo(new_raw)
         if not was_assigned:
             # Bound: leaves the queue, enters (or confirms in) the cache.
@@ -157,12 +169,12 @@ class EventHandlers:
         if is_terminal(new_raw):
             self.cache.remove_pod(new_pod)
             self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), old=new_raw)
             return
         self.cache.update_pod(new_pod)
         if not was_assigned:
             self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"))
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd"), new=new_raw)
             return
         action = ActionType(0)
         if (old_raw.get("metadata") or {}).get("labels") != (new_raw.get("metadata") or {}).get("labels"):
@@ -171,7 +183,7 @@ class EventHandlers:
             action |= ActionType.UPDATE_POD_SCALE_DOWN
         if action:
             self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(EventResource.ASSIGNED_POD, action, "AssignedPodUpdate"))
+                ClusterEvent(EventResource.ASSIGNED_POD, action, "AssignedPodUpdate"), old=old_raw, new=new_raw)
 
     def on_pod_delete(self, raw: dict) -> None:
         pod = PodInfo(raw)
@@ -179,14 +191,24 @@ class EventHandlers:
             self.queue.delete(pod)
             self.cache.remove_pod(pod)
             self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), old=raw)
             return
         if self.responsible_for(pod):
             self.queue.delete(pod)
             # A waiting pod rejected here was assumed: its room is free again.
             if self.frameworks[pod.scheduler_name].reject_waiting_pod(pod.uid):
                 self.queue.move_all_to_active_or_backoff(
-                    ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"))
+                    ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), old=raw)
+            if pod.nominated_node_name:
+                self._nominated_pod_left(pod, raw)
+
+    def _nominated_pod_left(self, pod: PodInfo, raw: dict) -> None:
+        """A nominated pod was deleted or lost its nomination: the room it held on its node is
+        free for the lower or equal priority pods that saw it there (getLEPriorityPreCheck)."""
+        priority = pod.priority
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"),
+            pre_check=lambda other: other.priority <= priority, old=raw)
 
     def _pdbs(self) -> list[dict]:
         return self.list_objects("poddisruptionbudgets")

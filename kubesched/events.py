@@ -1,8 +1,13 @@
 """Events as kube-scheduler records them: events.k8s.io/v1, reportingController = the profile's
 schedulerName, written off the scheduling path by a background worker.
 
-Repeats of the same event for the same object within the series window update one Event's
-``series`` (as client-go's events broadcaster does) instead of creating new objects.
+Repeats are folded into series as client-go's tools/events broadcaster does it: events are
+keyed by type, action, reason, reporting controller and instance and the regarding object
+(with its resourceVersion; the note is not part of the key, so a series keeps its first
+note). The first repeat patches ``series`` {count: 2}; later repeats only count in memory.
+Every 30 minutes ongoing series are written again; every 6 minutes a series not observed for
+6 minutes is written one last time and forgotten, and so is a single event older than 6
+minutes, so the next repeat starts a new event.
 """
 
 from __future__ import annotations
@@ -11,12 +16,14 @@ import queue
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import Callable
 
 from kubesched import klog
 from kubesched.client import ApiClient, ApiError
 
-SERIES_WINDOW = 6 * 60.0
+# client-go tools/events: finishTime and refreshTime.
+FINISH_TIME = 6 * 60.0
+REFRESH_TIME = 30 * 60.0
 _MAX_PENDING = 10_000
 
 
@@ -26,14 +33,34 @@ def micro_time(ts: float | None = None) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+class _Cached:
+    """An event as last written, and its series (count, last observed) once repeated."""
+
+    __slots__ = ("name", "namespace", "event_time", "count", "last_observed")
+
+    def __init__(self, name: str, namespace: str, event_time: float):
+        self.name = name
+        self.namespace = namespace
+        self.event_time = event_time
+        self.count = 0  # 0: no series yet
+        self.last_observed = 0.0
+
+    def series_patch(self) -> dict:
+        return {"series": {"count": self.count, "lastObservedTime": micro_time(self.last_observed)}}
+
+
 class EventBroadcaster:
     """One worker thread sending events for every profile's recorder."""
 
-    def __init__(self, client: ApiClient | None, instance: str):
+    def __init__(self, client: ApiClient | None, instance: str, clock: Callable[[], float] = time.time):
         self.client = client
         self.instance = instance
+        self.clock = clock
         self.pending: queue.Queue = queue.Queue(maxsize=_MAX_PENDING)
-        self.series: dict[tuple, list[Any]] = {}  # key -> [event name, namespace, count, first seen]
+        self.cache: dict[tuple, _Cached] = {}  # client-go's eventCache, by isomorphic key
+        self.created: dict[tuple, dict] = {}  # the object created for each key, to create it again
+        self.next_finish: float | None = None
+        self.next_refresh: float | None = None
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
         self.sent = 0
@@ -60,6 +87,7 @@ class EventBroadcaster:
 
     def _run(self) -> None:
         while not self.stop.is_set():
+            self.tick()
             try:
                 item = self.pending.get(timeout=0.5)
             except queue.Empty:
@@ -71,42 +99,106 @@ class EventBroadcaster:
             except Exception as err:  # noqa: BLE001 - the event path must never stop
                 klog.error("Unexpected error sending event", err=repr(err))
 
+    # -- the series timers (wait.Until: run at start, then a period after each run) --------
+
+    def tick(self) -> None:
+        now = self.clock()
+        if self.next_refresh is None or now >= self.next_refresh:
+            self._guarded(self.refresh_series)
+            self.next_refresh = self.clock() + REFRESH_TIME
+        if self.next_finish is None or now >= self.next_finish:
+            self._guarded(self.finish_series)
+            self.next_finish = self.clock() + FINISH_TIME
+
+    @staticmethod
+    def _guarded(timer: Callable[[], None]) -> None:
+        try:
+            timer()
+        except Exception as err:  # noqa: BLE001 - the timers must keep running
+            klog.error("Unexpected error writing event series", err=repr(err))
+
+    def refresh_series(self) -> None:
+        """refreshExistingEventSeries: write every ongoing series again (keeps its TTL)."""
+        for key, cached in list(self.cache.items()):
+            if cached.count:
+                self._write_series(key, cached)
+
+    def finish_series(self) -> None:
+        """finishSeries: a series unseen for 6 minutes is written a last time and forgotten; a
+        single event older than 6 minutes is forgotten."""
+        cutoff = self.clock() - FINISH_TIME
+        for key, cached in list(self.cache.items()):
+            if cached.count:
+                if cached.last_observed < cutoff and self._write_series(key, cached):
+                    self._forget(key)
+            elif cached.event_time < cutoff:
+                self._forget(key)
+
+    def _forget(self, key: tuple) -> None:
+        self.cache.pop(key, None)
+        self.created.pop(key, None)
+
+    def _write_series(self, key: tuple, cached: _Cached) -> bool:
+        """Patch the series onto the event, or create it again when it is gone (recordEvent).
+        Returns whether the write is done (no retry wanted)."""
+        if self.client is None:
+            return True
+        try:
+            self.client.patch_event(cached.namespace, cached.name, cached.series_patch())
+        except ApiError as err:
+            if err.status != 404:
+                klog.warning("Server rejected event series (will not retry)", event=cached.name, err=str(err))
+                return True
+            event = dict(self.created[key], series={"count": cached.count,
+                                                    "lastObservedTime": micro_time(cached.last_observed)})
+            event["metadata"] = {k: v for k, v in event["metadata"].items() if k != "resourceVersion"}
+            try:
+                self.client.create_event(cached.namespace, event)
+            except ApiError as create_err:
+                # AlreadyExists on a series is retried by client-go; here at the next timer run.
+                return create_err.status != 409
+        except OSError:
+            return False
+        self.sent += 1
+        return True
+
+    # -- one event ------------------------------------------------------------------------
+
     def _send(self, controller: str, obj: dict, type_: str, reason: str, action: str, note: str,
               ts: float) -> None:
         if self.client is None:
             return
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
-        key = (controller, meta.get("uid"), type_, reason, action, note)
-        known = self.series.get(key)
-        if known is not None and ts - known[3] < SERIES_WINDOW:
-            known[2] += 1
-            try:
-                self.client.patch_event(known[1], known[0], {"series": {"count": known[2],
-                                                                        "lastObservedTime": micro_time(ts)}})
-                self.sent += 1
-                return
-            except ApiError as err:
-                if err.status != 404:
-                    raise
+        reporting_instance = f"{controller}-{self.instance}"
+        regarding = {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Pod"),
+                     "namespace": namespace, "name": meta.get("name"), "uid": meta.get("uid"),
+                     "resourceVersion": meta.get("resourceVersion")}
+        key = (type_, action, reason, controller, reporting_instance, tuple(regarding.values()))
+        cached = self.cache.get(key)
+        if cached is not None:
+            if cached.count:
+                cached.count += 1
+                cached.last_observed = self.clock()
+                return  # counted in memory; the timers write it
+            cached.count = 2
+            cached.last_observed = self.clock()
+            self._write_series(key, cached)
+            return
         name = f"{meta.get('name', 'unknown')}.{int(ts * 1e9):x}"
         event = {
             "apiVersion": "events.k8s.io/v1", "kind": "Event",
             "metadata": {"name": name, "namespace": namespace},
             "eventTime": micro_time(ts),
             "reportingController": controller,
-            "reportingInstance": f"{controller}-{self.instance}",
+            "reportingInstance": reporting_instance,
             "action": action, "reason": reason, "type": type_, "note": note,
-            "regarding": {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Pod"),
-                          "namespace": namespace, "name": meta.get("name"), "uid": meta.get("uid"),
-                          "resourceVersion": meta.get("resourceVersion")},
+            "regarding": regarding,
         }
+        self.cache[key] = _Cached(name, namespace, ts)
+        self.created[key] = event
         self.client.create_event(namespace, event)
         self.sent += 1
-        self.series[key] = [name, namespace, 1, ts]
-        if len(self.series) > 50_000:
-            cutoff = ts - SERIES_WINDOW
-            self.series = {k: v for k, v in self.series.items() if v[3] >= cutoff}
 
 
 class EventRecorder:

@@ -16,8 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
-
 from kubesched import klog, metrics
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.queue import Nominator, SchedulingQueue
@@ -55,19 +53,45 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def select_host(names: list[str], totals: list[int], rng: random.Random = random) -> str:  # type: ignore[assignment]
-    """The highest total; ties broken uniformly at random (the same distribution as
-    upstream's reservoir sampling, with one random draw instead of one per tie)."""
-    return names[select_host_index(totals, rng)]
+def select_host(names: list[str], totals: list[int]) -> str:
+    """The highest total; among equal totals, the node v1.37's selectHost pops first.
+
+    Upstream heapifies the scores in feasible-node order (container/heap, higher TotalScore
+    first, then higher Randomizer) and pops the root. Randomizer is only drawn when
+    extenders score, so without extenders ties are broken by the heap's layout, not at random."""
+    return names[select_host_index(totals)]
 
 
-def select_host_index(totals: list[int], rng: random.Random = random) -> int:  # type: ignore[assignment]
+def select_host_index(totals: list[int]) -> int:
     """select_host's choice as an index into totals."""
     best = max(totals)
     if totals.count(best) == 1:  # hot path: C-level scans, no per-node Python
         return totals.index(best)
-    tied = np.flatnonzero(np.asarray(totals) == best)
-    return int(tied[rng.randrange(len(tied))])
+    return heap_root(totals, best)
+
+
+def heap_root(totals: list[int], best: int) -> int:
+    """The index Go's heap.Init leaves at the root (Less = greater total; equal totals never
+    swap), without building the heap.
+
+    Heapifying bottom-up leaves at each position its own element when no child subtree holds
+    a greater total, else the root of the child subtree with the greater maximum, the left one
+    on a tie. So from the root, walk into the left subtree whenever it holds a best total, else
+    the right, and stop at the first best total on the way. A subtree's positions k levels
+    down form one contiguous run of the list, so each check is a few C-level slice scans."""
+    n = len(totals)
+    i = 0
+    while totals[i] != best:
+        left = 2 * i + 1
+        first = last = left
+        while first < n:  # does the subtree under `left` hold a best total?
+            if best in totals[first:last + 1]:
+                i = left
+                break
+            first, last = 2 * first + 1, 2 * last + 2
+        else:
+            i = left + 1
+    return i
 
 
 class ScheduleResult:
@@ -93,16 +117,21 @@ def status_patch(raw: dict, reason: str, message: str, nominating: str | None) -
     """The pods/status patch for a failed attempt, or None when nothing would change
     (upstream updatePod + podutil.UpdatePodCondition)."""
     status = raw.get("status") or {}
+    # 1.37 tracks the pod's generation in its conditions (PodObservedGenerationTracking, on by
+    # default; podutil.CalculatePodConditionObservedGeneration). 0 is omitted, as Go's omitempty.
+    generation = (raw.get("metadata") or {}).get("generation") or 0
     existing = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), None)
     patch_status: dict[str, Any] = {}
-    if existing is None or (existing.get("status"), existing.get("reason"), existing.get("message")) != \
-            ("False", reason, message):
+    if existing is None or (existing.get("status"), existing.get("reason"), existing.get("message"),
+                            existing.get("observedGeneration") or 0) != ("False", reason, message, generation):
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         transition = now if existing is None or existing.get("status") != "False" else \
             existing.get("lastTransitionTime") or now
-        patch_status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": reason,
-                                       "message": message, "lastProbeTime": None,
-                                       "lastTransitionTime": transition}]
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
+                     "lastProbeTime": None, "lastTransitionTime": transition}
+        if generation:
+            condition["observedGeneration"] = generation
+        patch_status["conditions"] = [condition]
     current_nnn = status.get("nominatedNodeName") or ""
     if nominating is not None and nominating != current_nnn:
         patch_status["nominatedNodeName"] = nominating or None
@@ -198,7 +227,7 @@ class SchedulingCycle:
     def _schedule_pod_failure(self, fwk: Framework, state: CycleState, pod: PodInfo,
                               err: Exception) -> tuple[ScheduleResult, None, Status]:
         if isinstance(err, FitError):
-            nominating = None
+            nominating: str | None = CLEAR_NOMINATION  # no PostFilter: upstream clears it too
             if fwk.has_post_filter_plugins():
                 nominating, status = fwk.run_post_filter_plugins(state, pod, err.diagnosis.node_to_status)
                 err.diagnosis.post_filter_msg = status.message()
@@ -222,7 +251,7 @@ class SchedulingCycle:
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, 1 + len(diagnosis.node_to_status), 1)
         totals = self.prioritize_nodes(fwk, state, pod, feasible)
-        host = feasible[select_host_index(totals, self.rng)].name
+        host = feasible[select_host_index(totals)].name
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
 
     def pre_filter(self, fwk: Framework, state: CycleState, pod: PodInfo,
@@ -517,8 +546,14 @@ class SchedulingCycle:
                 fresh.unschedulable_plugins = pod.unschedulable_plugins
                 fresh.pending_plugins = pod.pending_plugins
             self.queue.add_unschedulable_if_not_present(fresh)
-        if nominating:
-            self.nominator.add_nominated_pod(pod, nominating)
+        # Upstream AddNominatedPod: an override sets or clears the in-memory nomination; a
+        # no-op keeps what the pod's latest status names.
+        node = nominating if nominating is not None else \
+            ((current or {}).get("status") or {}).get("nominatedNodeName") or ""
+        if node:
+            self.nominator.add_nominated_pod(pod, node)
+        else:
+            self.nominator.delete_nominated_pod_if_exists(pod)
         fwk.event_recorder.eventf(pod.raw, "Warning", "FailedScheduling", "Scheduling", truncate_message(message))
         self._submit_status_patch(pod, reason, message, nominating)
 

@@ -21,9 +21,11 @@ REGION_LABEL = "topology.kubernetes.io/region"
 LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
 LEGACY_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
 
-# An assumed pod whose binding finished but whose Add/Update never arrived is dropped after
-# this long, so a lost watch event cannot hold its node's resources forever.
-ASSUMED_POD_TTL = 30.0
+# How long an assumed pod whose binding finished may wait for its Add/Update before it is
+# dropped; 0 means never, as kube-scheduler (durationToExpireAssumedPod was 0, and v1.37.1's
+# cache has no expiry at all): the informer confirms or removes it, and expiring a bound pod
+# early would let the next pods overcommit its node.
+ASSUMED_POD_TTL = 0.0
 
 
 class CacheError(RuntimeError):
@@ -227,6 +229,8 @@ class SchedulerCache:
     def cleanup_expired_assumed_pods(self) -> list[PodInfo]:
         with self.lock:
             now = self.clock()
+            if not self.assumed_ttl:
+                return []
             expired = [s.pod for s in self.assumed.values() if s.binding_finished and s.deadline < now]
             for pod in expired:
                 del self.assumed[pod.uid]

@@ -8,7 +8,8 @@ Three places a pending pod can wait:
   is empty, pop takes the next backoffQ pod early (upstream's SchedulerPopFromBackoffQ).
 - unschedulable pods: pods no node fitted. They move back to activeQ/backoffQ when a cluster
   event one of their rejecting plugins registered for happens (a node added, a taint removed,
-  a pod deleted...), or after podMaxInUnschedulablePodsDuration (5 minutes) regardless.
+  a pod deleted...) and that plugin's QueueingHint, shown the objects before and after, does
+  not rule it out; or after podMaxInUnschedulablePodsDuration (5 minutes) regardless.
 Pods a PreEnqueue plugin rejects (SchedulingGates) wait as "gated" until an update lets them in.
 """
 
@@ -20,7 +21,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from kubesched import metrics
+from kubesched import klog, metrics
 from kubesched.framework.interface import ActionType, ClusterEvent, EventResource
 from kubesched.framework.types import PodInfo
 
@@ -386,9 +387,10 @@ class SchedulingQueue:
 
     def move_all_to_active_or_backoff(self, event: ClusterEvent,
                                       pre_check: Callable[[PodInfo], bool] | None = None,
-                                      objects: tuple[Any, Any] | None = None) -> None:
-        """Requeue every unschedulable pod whose rejecting plugins care about event; with the
-        event's (old, new) objects, a registered QueueingHint may say a pod does not care."""
+                                      old: dict | None = None, new: dict | None = None) -> None:
+        """Requeue every unschedulable pod that one of its rejecting plugins says this event
+        may help (upstream isPodWorthRequeuing): the plugin registered the event and its
+        hint, given the objects before (old) and after (new) the change, does not say skip."""
         with self.cond:
             self.move_request_cycle = self.scheduling_cycle
             label = _event_label(event)
@@ -396,16 +398,16 @@ class SchedulingQueue:
                 if pre_check is not None and not pre_check(entry.pod):
                     continue
                 if entry.gated_by:
-                    if self._plugin_cares(entry.gated_by, event, entry.pod, objects):
+                    if self._plugin_cares(entry.gated_by, event, entry.pod, old, new):
                         self._unplace(entry)
                         self._enqueue_new(entry, label)
                     continue
                 plugins = entry.pod.unschedulable_plugins | entry.pod.pending_plugins
-                if not plugins or any(self._plugin_cares(p, event, entry.pod, objects) for p in plugins):
+                if not plugins or any(self._plugin_cares(p, event, entry.pod, old, new) for p in plugins):
                     self._requeue(entry, label)
 
-    def _plugin_cares(self, plugin: str, event: ClusterEvent, pod: PodInfo,
-                      objects: tuple[Any, Any] | None) -> bool:
+    def _plugin_cares(self, plugin: str, event: ClusterEvent, pod: PodInfo, old: dict | None,
+                      new: dict | None) -> bool:
         registered = self.plugin_events.get(plugin)
         if registered is None:
             # A plugin that registers nothing could be unblocked by anything.
@@ -413,12 +415,13 @@ class SchedulingQueue:
         for r in registered:
             if not r.matches(event):
                 continue
-            if r.hint is None or objects is None:
+            if r.hint is None or (old is None and new is None):
                 return True
             try:
-                if r.hint(pod.raw, objects[0], objects[1]):
+                if r.hint(pod, old, new):
                     return True
-            except Exception:  # noqa: BLE001 - a failing hint requeues, as upstream's Queue on error
+            except Exception as err:  # noqa: BLE001 - a broken hint must not lose the pod: requeue, as upstream
+                klog.error("QueueingHint failed; requeueing the pod", plugin=plugin, pod=pod.key, err=repr(err))
                 return True
         return False
 

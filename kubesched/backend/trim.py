@@ -26,9 +26,14 @@ CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy", "res
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
 # Pod status: phase (terminal pods), conditions (PodScheduled patches, DisruptionTarget in
-# preemption), nominatedNodeName (nominator), startTime (preemption's victim order),
+# preemption, PodResizePending), nominatedNodeName (nominator), startTime (preemption's victim
+# order), resources and allocatedResources (in-place resize: what a running pod uses),
 # resourceClaimStatuses (DynamicResources finds the claims made from templates).
-POD_STATUS_FIELDS = ("phase", "conditions", "nominatedNodeName", "startTime", "resourceClaimStatuses")
+POD_STATUS_FIELDS = ("phase", "conditions", "nominatedNodeName", "startTime", "resources", "allocatedResources",
+                     "resourceClaimStatuses")
+# Of each container status, what in-place resize reads.
+CONTAINER_STATUS_FIELDS = ("name", "resources", "allocatedResources")
+CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses")
 
 # Node status: allocatable/capacity (NodeResourcesFit), images (ImageLocality),
 # declaredFeatures (NodeDeclaredFeatures), conditions (the NodeConditionChange event).
@@ -66,8 +71,25 @@ def trim_pod(pod: dict) -> dict:
             if key in spec:
                 spec[key] = [_trim_container(container) for container in spec[key] or ()]
     if "status" in pod:
-        pod["status"] = _keep(pod["status"], POD_STATUS_FIELDS)
+        status = pod["status"]
+        kept = _keep(status, POD_STATUS_FIELDS)
+        for key in CONTAINER_STATUS_LISTS:
+            statuses = [_keep(cs, CONTAINER_STATUS_FIELDS) for cs in (status or {}).get(key) or ()
+                        if "resources" in cs or "allocatedResources" in cs]
+            if statuses:
+                kept[key] = statuses
+        pod["status"] = kept
     return pod
+
+
+def resize_state(pod: dict) -> tuple:
+    """What of a pod's status changes its resource usage (in-place resize): the container and
+    pod status resources and the PodResizePending reason."""
+    status = pod.get("status") or {}
+    pending = next((c.get("reason") for c in status.get("conditions") or () if c.get("type") == "PodResizePending"),
+                   None)
+    return (status.get("containerStatuses"), status.get("initContainerStatuses"), status.get("resources"),
+            status.get("allocatedResources"), pending)
 
 
 def trim_node(node: dict) -> dict:

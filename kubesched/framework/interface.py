@@ -144,10 +144,11 @@ class ActionType(enum.IntFlag):
     UPDATE_POD_SCALE_DOWN = 256
     UPDATE_POD_TOLERATIONS = 512
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
+    UPDATE_NODE_DECLARED_FEATURE = 2048
     UPDATE = (UPDATE_NODE_ALLOCATABLE | UPDATE_NODE_LABEL | UPDATE_NODE_TAINT
               | UPDATE_NODE_CONDITION | UPDATE_NODE_ANNOTATION | UPDATE_POD_LABEL
               | UPDATE_POD_SCALE_DOWN | UPDATE_POD_TOLERATIONS
-              | UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+              | UPDATE_POD_SCHEDULING_GATES_ELIMINATED | UPDATE_NODE_DECLARED_FEATURE)
     ALL = ADD | DELETE | UPDATE
 
 
@@ -171,12 +172,18 @@ class EventResource(str, enum.Enum):
 
 @dataclass(frozen=True)
 class ClusterEvent:
+    """A kind of cluster change. A plugin registers the events that may make a pod it rejected
+    schedulable, each with an optional hint (upstream QueueingHintFn): hint(pod, old, new),
+    with the raw objects before and after (None for an add's old or a delete's new), returns
+    whether this particular change may help the pod; no hint means it may."""
+
     resource: EventResource
     action: ActionType
     label: str = ""
-    # A registered event's QueueingHint: hint(pod, old, new) is False when this event cannot
-    # make that pod schedulable (old None: added; new None: deleted). None: always requeue.
-    hint: Callable[[dict, Any, Any], bool] | None = field(default=None, compare=False)
+    # A registered event's QueueingHint: hint(pod, old, new) with the pod's PodInfo is False
+    # when this event cannot make that pod schedulable (old None: added; new None: deleted).
+    # None: always requeue.
+    hint: Callable[[Any, dict | None, dict | None], bool] | None = field(default=None, compare=False)
 
     def matches(self, other: "ClusterEvent") -> bool:
         if self.resource != EventResource.WILDCARD and other.resource != EventResource.WILDCARD:

@@ -395,7 +395,7 @@ class Framework:
                 if not status.is_rejected():
                     final = Status(Code.ERROR, status.message(), plugin=plugin.name, error=status.error)
                     return None, final
-                if node:
+                if node is not None:  # "" clears a nomination (ModeOverride); None leaves it (ModeNoop)
                     nominated = node
                 reasons.extend(status.reasons)
                 rejector = rejector or plugin.name

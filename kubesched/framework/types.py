@@ -7,7 +7,7 @@ and these slotted views of the fields scheduling needs. Hot path: written for sp
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from kubesched.framework.quantity import int_value, milli_value
 
@@ -59,6 +59,19 @@ class Resource:
             self.allowed_pod_number = int_value(quantity)
         elif is_scalar_resource_name(name):
             self.scalar[name] = int_value(quantity)
+
+    def assign(self, name: str, other: "Resource") -> None:
+        """Take other's amount of one resource."""
+        if name == CPU:
+            self.milli_cpu = other.milli_cpu
+        elif name == MEMORY:
+            self.memory = other.memory
+        elif name == EPHEMERAL_STORAGE:
+            self.ephemeral_storage = other.ephemeral_storage
+        elif name == PODS:
+            self.allowed_pod_number = other.allowed_pod_number
+        else:
+            self.scalar[name] = other.scalar.get(name, 0)
 
     def get(self, name: str) -> int:
         if name == CPU:
@@ -152,14 +165,96 @@ def _requested_names(spec: dict, pod_level: dict) -> set[str]:
     return names
 
 
+def _aggregate_containers(spec: dict, defaults: tuple[str, ...],
+                          requests_of: Callable[[dict], dict | None]) -> Resource:
+    """Containers plus sidecars, or the largest init step (resource helper's aggregation),
+    each container's requests given by requests_of."""
+    reqs = Resource()
+    for container in spec.get("containers") or ():
+        reqs.add(_with_defaults(requests_of(container) or {}, defaults))
+    sidecars = Resource()
+    init_max = Resource()
+    for container in spec.get("initContainers") or ():
+        creq = _with_defaults(requests_of(container) or {}, defaults)
+        if container.get("restartPolicy") == "Always":
+            reqs.add(creq)
+            sidecars.add(creq)
+            candidate = sidecars
+        else:
+            candidate = creq.clone()
+            candidate.add(sidecars)
+        init_max.set_max(candidate)
+    reqs.set_max(init_max)
+    return reqs
+
+
+def _resize_status(status: dict) -> tuple[dict[str, dict], bool] | None:
+    """(container statuses by name, resize infeasible), or None when the status reports no
+    resources (then the spec alone counts)."""
+    statuses = {}
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or ():
+            if cs.get("resources") is not None or cs.get("allocatedResources") is not None:
+                statuses.setdefault(cs.get("name", ""), cs)
+    if not statuses and status.get("allocatedResources") is None:
+        return None
+    infeasible = False
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == "PodResizePending":
+            infeasible = condition.get("reason") == "Infeasible"
+            break
+    return statuses, infeasible
+
+
+def _requests_with_resize(spec: dict, defaults: tuple[str, ...], status: dict,
+                          statuses: dict[str, dict], infeasible: bool) -> Resource:
+    """AggregateContainerRequests with UseStatusResources: max(spec, actuated, allocated)."""
+    def spec_requests(container: dict) -> dict | None:
+        return None if infeasible else _container_requests(container)
+
+    def allocated(container: dict) -> dict | None:
+        cs = statuses.get(container.get("name", ""))
+        if cs is not None and cs.get("allocatedResources") is not None:
+            return cs["allocatedResources"]
+        return spec_requests(container)
+
+    def actuated(container: dict) -> dict | None:
+        cs = statuses.get(container.get("name", ""))
+        if cs is not None:
+            requests = (cs.get("resources") or {}).get("requests")
+            if requests is not None:
+                return requests
+            if cs.get("allocatedResources") is not None:
+                return cs["allocatedResources"]
+        return spec_requests(container)
+
+    pod_actuated = (status.get("resources") or {}).get("requests")
+    if status.get("allocatedResources") is not None and pod_actuated is not None:
+        # Pod-level status maps already hold the sum over containers.
+        allocated_reqs = Resource.from_list(status["allocatedResources"])
+        actuated_reqs = Resource.from_list(pod_actuated)
+    else:
+        allocated_reqs = _aggregate_containers(spec, defaults, allocated)
+        actuated_reqs = _aggregate_containers(spec, defaults, actuated)
+    reqs = Resource() if infeasible else _aggregate_containers(spec, defaults, _container_requests)
+    reqs.set_max(actuated_reqs)
+    reqs.set_max(allocated_reqs)
+    return reqs
+
+
 def compute_pod_requests(spec: dict, non_zero: bool = False, scoring: bool = False,
-                         pod_level: bool = True) -> Resource:
+                         pod_level: bool = True, status: dict | None = None) -> Resource:
     """A pod's effective request, as k8s.io/component-helpers/resource.PodRequests computes it.
 
     Regular containers add up; restartable (sidecar) init containers run beside them and add
     too; a plain init container needs its own request plus the sidecars started before it;
     the pod needs the larger of the two; pod-level requests (cpu, memory, hugepages) replace
     the container sum; pod overhead is added on top.
+
+    With status (a running pod's), in-place resize counts as in 1.37 (UseStatusResources and
+    InPlacePodLevelResourcesVerticalScaling on by default): per resource, the larger of the
+    spec, the actuated (status resources) and the allocated requests; when the kubelet found
+    the resize infeasible, the spec is left out.
 
     With non_zero, a container that requests no cpu (memory) counts 100m (200Mi), as
     NodeInfo.NonZeroRequested does: when pod-level requests are set, only for a resource the
@@ -175,24 +270,26 @@ def compute_pod_requests(spec: dict, non_zero: bool = False, scoring: bool = Fal
         else:
             present = _requested_names(spec, pod_level_requests)
             defaults = tuple(n for n in (CPU, MEMORY) if n not in present)
-    reqs = Resource()
-    for container in spec.get("containers") or ():
-        reqs.add(_with_defaults(_container_requests(container), defaults))
-    sidecars = Resource()
-    init_max = Resource()
-    for container in spec.get("initContainers") or ():
-        creq = _with_defaults(_container_requests(container), defaults)
-        if container.get("restartPolicy") == "Always":
-            reqs.add(creq)
-            sidecars.add(creq)
-            candidate = sidecars
-        else:
-            candidate = creq.clone()
-            candidate.add(sidecars)
-        init_max.set_max(candidate)
-    reqs.set_max(init_max)
+    resize = _resize_status(status) if status else None
+    if resize is None:  # hot path: a pending pod, or no status resources reported
+        reqs = _aggregate_containers(spec, defaults, _container_requests)
+    else:
+        reqs = _requests_with_resize(spec, defaults, status, *resize)
     for name, quantity in pod_level_requests.items():
         reqs.set(name, quantity)
+    if pod_level_requests and resize is not None and status.get("resources") is not None:
+        # effectivePodLevelResources: the larger of spec (unless infeasible), actuated, allocated.
+        lists = [(status.get("resources") or {}).get("requests") or {}, status.get("allocatedResources") or {}]
+        if not resize[1]:
+            lists.append(pod_level_requests)
+        effective = Resource()
+        names = set()
+        for resources in lists:
+            pod_level_only = {n: q for n, q in resources.items() if is_pod_level_resource(n)}
+            names.update(pod_level_only)
+            effective.set_max(Resource.from_list(pod_level_only))
+        for name in names:
+            reqs.assign(name, effective)
     overhead = spec.get("overhead")
     if overhead:
         reqs.add(Resource.from_list(overhead))
@@ -297,8 +394,8 @@ class PodInfo:
         # Per-pod values a plugin derives once from the spec (parsed affinity terms, ...),
         # keyed by plugin; the spec is immutable for these fields, so they never go stale.
         self.plugin_cache: dict[str, Any] = {}
-        self.requests = compute_pod_requests(spec)
-        self.non_zero_requests = compute_pod_requests(spec, non_zero=True)
+        self.requests = compute_pod_requests(spec, status=status)
+        self.non_zero_requests = compute_pod_requests(spec, non_zero=True, status=status)
         self.tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or ()]
         self.node_selector: dict[str, str] = spec.get("nodeSelector") or {}
         self.affinity: dict = spec.get("affinity") or {}

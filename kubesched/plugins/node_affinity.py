@@ -83,7 +83,20 @@ class NodeAffinity:
         self._rejected_enforced = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_ENFORCED, plugin=self.name)
 
     def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)]
+        return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL,
+                             hint=self.is_schedulable_after_node_change)]
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Queue when the node now matches the pod's required affinity and did not before."""
+        if new is None:
+            return False
+        modified = NodeInfo(new)
+        if self.added_node_selector is not None and not self.added_node_selector.matches(modified):
+            return False
+        required = RequiredNodeAffinity.of_pod(pod)
+        if not required.matches(modified):
+            return False
+        return old is None or not required.matches(NodeInfo(old))
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
         required = (pod.affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")

@@ -142,8 +142,39 @@ class NodeResourcesFit:
         self._fast_cpu_memory = is_cpu_and_memory(self.resources) and strategy_type != REQUESTED_TO_CAPACITY_RATIO
 
     def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
-                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)]
+        return [ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, hint=self.is_schedulable_after_pod_delete),
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE,
+                             hint=self.is_schedulable_after_node_change),
+                # In-place resize (on in 1.37): a running pod that shrinks frees room.
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN)]
+
+    @staticmethod
+    def is_schedulable_after_pod_delete(pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Skip pods that held no room: neither bound nor nominated."""
+        if old is None:
+            return True
+        return bool((old.get("spec") or {}).get("nodeName") or (old.get("status") or {}).get("nominatedNodeName"))
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Queue when the pod fits the node's allocatable (empty) and, for an update, some
+        allocatable the pod requests (or the pod count) grew."""
+        if new is None:
+            return False
+        modified = NodeInfo(new)
+        request = pod.requests
+        if insufficient_resources(request, modified, self.ignored_resources, self.ignored_resource_groups):
+            return False
+        if old is None:
+            return True
+        before, after = NodeInfo(old).allocatable, modified.allocatable
+        if after.allowed_pod_number > before.allowed_pod_number:
+            return True
+        if (request.milli_cpu > 0 and after.milli_cpu > before.milli_cpu) or \
+                (request.memory > 0 and after.memory > before.memory) or \
+                (request.ephemeral_storage > 0 and after.ephemeral_storage > before.ephemeral_storage):
+            return True
+        return any(quantity and after.scalar.get(name, 0) > before.scalar.get(name, 0)
+                   for name, quantity in request.scalar.items())
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
         state.write(PRE_FILTER_STATE_KEY, pod.requests)

@@ -25,8 +25,17 @@ class NodeUnschedulable:
         self._rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE, plugin=self.name)
 
     def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+        return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT,
+                             hint=self.is_schedulable_after_node_change),
                 ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_TOLERATIONS)]
+
+    @staticmethod
+    def is_schedulable_after_node_change(pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Queue when a node is added schedulable or stops being unschedulable."""
+        def cordoned(node: dict) -> bool:
+            return bool((node.get("spec") or {}).get("unschedulable"))
+
+        return new is not None and not cordoned(new) and (old is None or cordoned(old))
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
         # Not upstream's PreFilter, an equivalent shortcut: a pod that tolerates the taint

@@ -161,7 +161,7 @@ def _volume_limits(csi_node: dict | None) -> dict[str, int]:
     return limits
 
 
-def _after_csi_node_update(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_csi_node_update(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
     before = _volume_limits(old)
     for name, count in _volume_limits(new).items():
         if count > before.get(name, 0):
@@ -169,7 +169,8 @@ def _after_csi_node_update(pod: dict, old: dict | None, new: dict | None) -> boo
     return False
 
 
-def _after_claim_added(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_claim_added(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
+    pod = pod_info.raw
     meta = (new or {}).get("metadata") or {}
     pod_meta = pod.get("metadata") or {}
     if meta.get("namespace") != pod_meta.get("namespace"):
@@ -186,5 +187,6 @@ def _after_claim_added(pod: dict, old: dict | None, new: dict | None) -> bool:
     return False
 
 
-def _after_attachment_deleted(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_attachment_deleted(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
+    pod = pod_info.raw
     return any(v.get("persistentVolumeClaim") is not None for v in (pod.get("spec") or {}).get("volumes") or ())

@@ -20,7 +20,7 @@ from kubesched.framework.interface import (
     NodeScore,
     Status,
 )
-from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.framework.types import NodeInfo, PodInfo, Taint
 from kubesched.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
 from kubesched.plugins.helper.taint import DO_NOT_SCHEDULE_EFFECTS, PREFER_NO_SCHEDULE, tolerations_tolerate_taint
 
@@ -39,8 +39,18 @@ class TaintToleration:
         self._rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED, plugin=self.name)
 
     def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+        return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT,
+                             hint=self.is_schedulable_after_node_change),
                 ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_TOLERATIONS)]
+
+    @staticmethod
+    def is_schedulable_after_node_change(pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Queue only when the node's NoSchedule/NoExecute taints were not all tolerated and now are."""
+        def untolerated(node: dict) -> bool:
+            return any(taint.effect in DO_NOT_SCHEDULE_EFFECTS and not tolerations_tolerate_taint(pod.tolerations, taint)
+                       for taint in map(Taint.from_dict, (node.get("spec") or {}).get("taints") or ()))
+
+        return new is not None and (old is None or untolerated(old)) and not untolerated(new)
 
     def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
         for taint in node_info.taints:

@@ -139,7 +139,7 @@ class VolumeBinding:
         ]
 
     @staticmethod
-    def _after_storage_class_change(pod: dict, old: dict | None, new: dict | None) -> bool:
+    def _after_storage_class_change(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
         return old is None or (old or {}).get("allowedTopologies") != (new or {}).get("allowedTopologies")
 
     # -- PreFilter ---------------------------------------------------------------------------
@@ -539,7 +539,8 @@ def _claim_names(pod: dict) -> set[str]:
     return names
 
 
-def _after_claim_of_pod_change(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_claim_of_pod_change(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
+    pod = pod_info.raw
     claim = new or old or {}
     meta = claim.get("metadata") or {}
     if meta.get("namespace") != (pod.get("metadata") or {}).get("namespace"):
@@ -547,7 +548,7 @@ def _after_claim_of_pod_change(pod: dict, old: dict | None, new: dict | None) ->
     return meta.get("name") in _claim_names(pod)
 
 
-def _after_csi_node_change(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_csi_node_change(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
     if old is None:
         return True
     key = "storage.alpha.kubernetes.io/migrated-plugins"
@@ -555,7 +556,8 @@ def _after_csi_node_change(pod: dict, old: dict | None, new: dict | None) -> boo
         (((new or {}).get("metadata") or {}).get("annotations") or {}).get(key)
 
 
-def _after_csi_driver_change(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_csi_driver_change(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
+    pod = pod_info.raw
     name = ((new or {}).get("metadata") or {}).get("name")
     for volume in (pod.get("spec") or {}).get("volumes") or ():
         if (volume.get("csi") or {}).get("driver") != name:
@@ -566,7 +568,7 @@ def _after_csi_driver_change(pod: dict, old: dict | None, new: dict | None) -> b
     return False
 
 
-def _after_capacity_change(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_capacity_change(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
     if old is None:
         return True
     new_limit = _volume_limit(new or {})

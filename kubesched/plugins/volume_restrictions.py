@@ -136,7 +136,8 @@ class VolumeRestrictions:
         return None
 
 
-def _after_claim_added(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_claim_added(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
+    pod = pod_info.raw
     meta = (new or {}).get("metadata") or {}
     if meta.get("namespace") != (pod.get("metadata") or {}).get("namespace"):
         return False

@@ -128,11 +128,12 @@ class VolumeZone:
         return None
 
 
-def _after_storage_class_added(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_storage_class_added(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
     return (new or {}).get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
 
 
-def _after_claim_change(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_claim_change(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
+    pod = pod_info.raw
     meta = (new or {}).get("metadata") or {}
     if meta.get("namespace") != (pod.get("metadata") or {}).get("namespace"):
         return False
@@ -140,5 +141,5 @@ def _after_claim_change(pod: dict, old: dict | None, new: dict | None) -> bool:
                for v in (pod.get("spec") or {}).get("volumes") or () if v.get("persistentVolumeClaim") is not None)
 
 
-def _after_pv_change(pod: dict, old: dict | None, new: dict | None) -> bool:
+def _after_pv_change(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
     return old is None or pv_topologies(old) != pv_topologies(new or {})

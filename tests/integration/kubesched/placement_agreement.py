@@ -9,7 +9,8 @@ other scheduler.
 
     .venv/bin/python tests/integration/kubesched/placement_agreement.py [--workload dedicated ...]
 
-Ties between equally scored nodes are broken at random by both schedulers, so the report
+Among equally scored nodes both schedulers take the root of a heap over the feasible nodes,
+whose order in kube-scheduler depends on which parallel filter finishes first, so the report
 gives exact agreement and, for spreading, the per-node counts, which must match.
 """
 

@@ -182,7 +182,8 @@ class FakePreemption:
         if target:
             return target, Status()
         n = self.handle.snapshot().num_nodes()
-        return None, Status(Code.UNSCHEDULABLE,
+        # No candidate: clear any earlier nomination, as DefaultPreemption does.
+        return "", Status(Code.UNSCHEDULABLE,
                             f"preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod.")
 
 

@@ -1,19 +1,39 @@
-"""Events: events.k8s.io/v1 objects as kube-scheduler writes them, repeats folded into a series."""
+"""Events: events.k8s.io/v1 objects as kube-scheduler writes them, repeats folded into a
+series keyed and timed as client-go's tools/events broadcaster (v0.37.1) does it."""
 
 from kubesched_fakes import FakeClient, pod_raw
 
-from kubesched.events import EventBroadcaster, micro_time
+from kubesched.events import FINISH_TIME, REFRESH_TIME, EventBroadcaster, micro_time
 
 
-def test_event_object_and_series():
+class Clock:
+    def __init__(self, now=100.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def make():
     client = FakeClient()
-    broadcaster = EventBroadcaster(client, "host-1")
-    recorder = broadcaster.recorder("my-scheduler")
+    clock = Clock()
+    broadcaster = EventBroadcaster(client, "host-1", clock=clock)
+    broadcaster.tick()  # the series timers start with the broadcaster, as client-go's StartRecordingToSink
+    return client, clock, broadcaster
+
+
+def failed(broadcaster, pod, note="0/1 nodes", ts=None):
+    broadcaster._send("my-scheduler", pod, "Warning", "FailedScheduling", "Scheduling", note,
+                      broadcaster.clock() if ts is None else ts)
+
+
+def test_event_object_and_first_repeat_start_a_series():
+    client, clock, broadcaster = make()
     pod = pod_raw("web", uid="u-1")
-    for _unused in range(3):
-        broadcaster._send(recorder.controller, pod, "Warning", "FailedScheduling", "Scheduling", "0/1 nodes", 100.0)
-    broadcaster._send(recorder.controller, pod, "Normal", "Scheduled", "Binding", "Successfully assigned", 101.0)
-    created, patch1, patch2, scheduled = client.events
+    failed(broadcaster, pod)
+    clock.now = 105.0
+    failed(broadcaster, pod, note="a different message")  # the note is not part of the key
+    created, patch1 = client.events
     assert created["reportingController"] == "my-scheduler"
     assert created["reportingInstance"] == "my-scheduler-host-1"
     assert (created["type"], created["reason"], created["action"], created["note"]) == \
@@ -22,16 +42,63 @@ def test_event_object_and_series():
                                     "uid": "u-1", "resourceVersion": "1"}
     assert created["metadata"]["name"].startswith("web.")
     assert created["eventTime"] == micro_time(100.0) == "1970-01-01T00:01:40.000000Z"
-    assert patch1 == {"patch": {"series": {"count": 2, "lastObservedTime": micro_time(100.0)}},
+    assert patch1 == {"patch": {"series": {"count": 2, "lastObservedTime": micro_time(105.0)}},
                       "name": created["metadata"]["name"]}
-    assert patch2["patch"]["series"]["count"] == 3
-    assert scheduled["reason"] == "Scheduled"
 
 
-def test_repeat_after_the_series_window_creates_a_new_event():
-    client = FakeClient()
-    broadcaster = EventBroadcaster(client, "h")
+def test_later_repeats_count_in_memory_and_reach_the_api_when_the_series_finishes():
+    client, clock, broadcaster = make()
     pod = pod_raw("web", uid="u-1")
-    broadcaster._send("s", pod, "Warning", "FailedScheduling", "Scheduling", "m", 0.0)
-    broadcaster._send("s", pod, "Warning", "FailedScheduling", "Scheduling", "m", 400.0)
+    for step in range(5):
+        clock.now = 100.0 + step
+        failed(broadcaster, pod)
+    assert len(client.events) == 2  # the create and the series start; counts 3..5 stay in memory
+    clock.now = 100.0 + FINISH_TIME  # the finish timer's next run: last seen at 104, not yet 6 minutes
+    broadcaster.tick()
+    assert len(client.events) == 2
+    clock.now = 100.0 + 2 * FINISH_TIME
+    broadcaster.tick()
+    assert client.events[-1]["patch"] == {"series": {"count": 5, "lastObservedTime": micro_time(104.0)}}
+    failed(broadcaster, pod)  # the series is over: a new event
+    assert "patch" not in client.events[-1] and client.events[-1]["note"] == "0/1 nodes"
+
+
+def test_long_series_is_refreshed_every_thirty_minutes():
+    client, clock, broadcaster = make()
+    pod = pod_raw("web", uid="u-1")
+    sent = 0
+    while clock.now < 100.0 + REFRESH_TIME:
+        failed(broadcaster, pod)
+        sent += 1
+        clock.now += 60.0
+        broadcaster.tick()
+    refreshes = [e for e in client.events if "patch" in e]
+    assert len(refreshes) == 2  # the series start, then the 30-minute refresh with the count so far
+    assert refreshes[-1]["patch"]["series"]["count"] == sent
+
+
+def test_a_new_resource_version_is_a_new_event():
+    client, clock, broadcaster = make()
+    failed(broadcaster, pod_raw("web", uid="u-1"))
+    newer = pod_raw("web", uid="u-1")
+    newer["metadata"]["resourceVersion"] = "2"
+    failed(broadcaster, newer)
     assert [("patch" in e) for e in client.events] == [False, False]
+
+
+def test_single_event_is_forgotten_after_six_minutes():
+    client, clock, broadcaster = make()
+    pod = pod_raw("web", uid="u-1")
+    failed(broadcaster, pod)
+    clock.now += 2 * FINISH_TIME
+    broadcaster.tick()
+    failed(broadcaster, pod)
+    assert [("patch" in e) for e in client.events] == [False, False]
+
+
+def test_scheduled_event_after_failures_is_its_own_event():
+    client, clock, broadcaster = make()
+    pod = pod_raw("web", uid="u-1")
+    failed(broadcaster, pod)
+    broadcaster._send("my-scheduler", pod, "Normal", "Scheduled", "Binding", "Successfully assigned", 101.0)
+    assert [e.get("reason") for e in client.events] == ["FailedScheduling", "Scheduled"]

@@ -65,6 +65,19 @@ def test_assumed_pod_expires_after_binding_without_confirmation():
     assert cache.nodes["n1"].requested.milli_cpu == 0
 
 
+def test_assumed_pod_never_expires_by_default_once_bound():
+    # kube-scheduler's durationToExpireAssumedPod is 0: a bound pod stays counted until the
+    # informer confirms or deletes it, however long that takes.
+    clock = Clock()
+    cache = SchedulerCache(clock=clock)
+    cache.add_node(node_raw("n1"))
+    assumed = cache.assume_pod(pod("p", cpu="1"), "n1")
+    cache.finish_binding(assumed)
+    clock.now = 10 * 24 * 3600
+    assert cache.cleanup_expired_assumed_pods() == []
+    assert cache.is_assumed(assumed.uid) and cache.nodes["n1"].requested.milli_cpu == 1000
+
+
 def test_snapshot_clones_only_changed_nodes():
     cache = SchedulerCache()
     for i in range(4):

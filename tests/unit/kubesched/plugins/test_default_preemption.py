@@ -182,6 +182,17 @@ def test_filter_victims_with_pdb_violation(pdbs, want_violating):
     assert [v.name for v in non_violating] == [v.name for v in victims if v.name not in want_violating]
 
 
+def test_victim_stops_counting_at_the_first_pdb_it_violates():
+    # v1.37.1's FilterVictimsWithPDBViolation (framework/preemption/util.go) returns at the first
+    # violated PDB: a1 breaks "apps" and leaves "web" untouched, so b1 still fits in "web".
+    apps = pdb({"app": "a"}, 0)
+    web = pdb({"tier": "web"}, 1)
+    web["metadata"]["name"] = "web"
+    victims = [low("a1", 1, labels={"app": "a", "tier": "web"}), low("b1", 1, labels={"app": "b", "tier": "web"})]
+    violating, non_violating = filter_victims_with_pdb_violation(victims, [apps, web])
+    assert [v.name for v in violating] == ["a1"] and [v.name for v in non_violating] == ["b1"]
+
+
 @pytest.mark.parametrize("layout, want", [
     # lowest highest-victim priority
     ({"node1": [low("a", 5, cpu="2")], "node2": [low("b", 3, cpu="2")]}, "node2"),

@@ -315,3 +315,15 @@ def test_counts_remembered_across_cycles_follow_every_node_change():
     nodes[2].set_node({"metadata": {"name": "node-c", "labels": {zone: "z1"}}})  # relabelled into z1
     assert agree(nodes) == [{"z1": 3}]
     assert agree(cluster({"node-a": [], "node-b": [F], "node-c": [F]}, zones)) == [{"z1": 1, "z2": 1}]
+
+
+
+def test_match_label_keys_narrow_the_selector_with_the_current_labels():
+    # v1.37.1's filterTopologySpreadConstraints still merges matchLabelKeys whenever
+    # MatchLabelKeysInPodTopologySpread is on, on top of the API server's merge at creation
+    # (golden seed 170 shows it): a label changed since then narrows the selector to the new value.
+    constraint = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                  "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["rev"]}
+    [c] = PodTopologySpread.filter_constraints([constraint], {"app": "web", "rev": "2"}, "DoNotSchedule")
+    assert not c.selector.matches({"app": "web", "rev": "1"})
+    assert c.selector.matches({"app": "web", "rev": "2"})

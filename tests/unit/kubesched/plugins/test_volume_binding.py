@@ -365,7 +365,7 @@ def test_queueing_hints(event, old, new, want):
     resources = {"claim": EventResource.PERSISTENT_VOLUME_CLAIM, "class": EventResource.STORAGE_CLASS,
                  "capacity": EventResource.CSI_STORAGE_CAPACITY}
     [registered] = [e for e in plugin.events_to_register() if e.resource == resources[event]]
-    pod = make_pod(volumes=[claim_volume("data")]).raw
+    pod = make_pod(volumes=[claim_volume("data")])
     assert registered.hint(pod, old, new) is want
 
 

@@ -1,0 +1,223 @@
+"""Behaviours where kubesched used to differ from kube-scheduler v1.37, each run through both
+kubesched and the pinned kube-scheduler on the same scenario against the lab, with the same
+outcome asserted: a nomination cleared when preemption finds no candidate (and the
+PodScheduled condition's observedGeneration), a node delete that unblocks a spreading pod,
+QueueingHints, event series and in-place resize.
+
+Overlapping PDBs in preemption are not here: v1.37.1 stops counting a victim at the first
+violated PDB in its lister's order, which is a map's, so kube-scheduler itself picks either
+node from run to run (tests/unit/kubesched/plugins/test_default_preemption.py holds the rule)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+
+import pytest
+import yaml
+from kubernetes import client
+from kubesched_lab import API_VERSION, pod_manifest, settle_taints, wait_for
+
+KUBE_SCHEDULER = os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler")
+SCHEDULERS = ("kube-scheduler", "kubesched")
+
+
+@pytest.fixture
+def run_scheduler(run_kubesched, lab_kubeconfig, tmp_path):
+    """Factory: run_scheduler(kind, name=None) -> the schedulerName it serves (a fresh one by default)."""
+    upstream: list[subprocess.Popen] = []
+
+    def start(kind: str, name: str | None = None) -> str:
+        name = name or f"agree-{uuid.uuid4().hex[:6]}"
+        if kind == "kubesched":
+            run_kubesched({"profiles": [{"schedulerName": name}]})
+            return name
+        if not os.path.exists(KUBE_SCHEDULER):
+            pytest.fail(f"{KUBE_SCHEDULER} is missing: run lab/k8s-binaries.sh", pytrace=False)
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump({
+            "apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": lab_kubeconfig}, "leaderElection": {"leaderElect": False},
+            "profiles": [{"schedulerName": name}]}))
+        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
+        upstream.append(subprocess.Popen([KUBE_SCHEDULER, "--config", str(config), "--secure-port", "0", "-v=2"],
+                                         stdout=log, stderr=subprocess.STDOUT))
+        return name
+
+    yield start
+    for proc in upstream:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def read_pod(core_v1, namespace: str, name: str) -> dict:
+    return json.loads(core_v1.read_namespaced_pod(name, namespace, _preload_content=False).data)
+
+
+def pause(name: str, cpu: str, **spec) -> dict:
+    return pod_manifest(name, terminationGracePeriodSeconds=0, containers=[
+        {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}], **spec)
+
+
+def test_nomination_is_cleared_when_preemption_finds_no_candidate(run_scheduler, nodes, core_v1, namespace):
+    [node] = settle_taints(core_v1, nodes(1, cpu="1", zones=0))
+    outcomes = {}
+    for kind in SCHEDULERS:
+        holder, want = f"holder-{kind}", f"want-{kind}"
+        core_v1.create_namespaced_pod(namespace, pause(holder, "900m", nodeName=node), _preload_content=False)
+        scheduler = f"agree-{uuid.uuid4().hex[:6]}"
+        core_v1.create_namespaced_pod(namespace, pause(want, "900m", schedulerName=scheduler),
+                                      _preload_content=False)
+        # An earlier preemption (by anyone) left a nomination; the holder has the same priority,
+        # so this attempt finds no victim. The scheduler starts once the pod is in that state.
+        core_v1.patch_namespaced_pod_status(want, namespace, {"status": {"nominatedNodeName": node}},
+                                            _preload_content=False)
+        run_scheduler(kind, scheduler)
+
+        def decided(name=want):
+            pod = read_pod(core_v1, namespace, name)
+            cond = next((c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"), None)
+            return pod if cond and cond["status"] == "False" and not pod["status"].get("nominatedNodeName") else None
+
+        pod = wait_for(decided, 30, what=f"{kind}: {want} unschedulable with its nomination cleared")
+        cond = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+        outcomes[kind] = {"nominated": pod["status"].get("nominatedNodeName", ""), "reason": cond["reason"],
+                          "message": cond["message"],
+                          "observedGeneration": cond.get("observedGeneration") == pod["metadata"]["generation"]}
+        core_v1.delete_namespaced_pod(holder, namespace, grace_period_seconds=0, _preload_content=False)
+        core_v1.delete_namespaced_pod(want, namespace, grace_period_seconds=0, _preload_content=False)
+        wait_for(lambda h=holder: not any(p["metadata"]["name"] == h for p in json.loads(
+            core_v1.list_namespaced_pod(namespace, _preload_content=False).data)["items"]), 30, what="holder gone")
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"]
+    assert outcomes["kubesched"]["observedGeneration"] is True
+
+
+def test_node_delete_unblocks_a_spreading_pod(run_scheduler, nodes, core_v1, namespace):
+    bound = {}
+    for kind in SCHEDULERS:
+        blocked, open_ = nodes(2, cpu="4", zones=0, prefix=f"sp{kind[-5:]}-{uuid.uuid4().hex[:3]}-")
+        settle_taints(core_v1, [blocked], [{"key": "block", "value": "x", "effect": "NoSchedule"}])
+        settle_taints(core_v1, [open_])
+        app = f"spread-{kind}"
+        core_v1.create_namespaced_pod(namespace, pause(f"{app}-0", "100m", nodeName=open_, labels={"app": app}),
+                                      _preload_content=False)
+        scheduler = run_scheduler(kind)
+        name = f"{app}-1"
+        core_v1.create_namespaced_pod(namespace, pause(name, "100m", schedulerName=scheduler, labels={"app": app},
+                                                       topologySpreadConstraints=[{
+                                                           "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                                           "whenUnsatisfiable": "DoNotSchedule",
+                                                           "labelSelector": {"matchLabels": {"app": app}}}]),
+                                      _preload_content=False)
+        # The tainted node counts as an empty domain (nodeTaintsPolicy Ignore): skew 2 on the other.
+        wait_for(lambda n=name: any(c["type"] == "PodScheduled" and c["status"] == "False" for c in
+                                    read_pod(core_v1, namespace, n)["status"].get("conditions") or ()),
+                 30, what=f"{kind}: {name} unschedulable")
+        core_v1.delete_node(blocked, _preload_content=False)
+        # Well before the 5-minute unschedulable flush: only the NodeDelete event can move it.
+        bound[kind] = wait_for(lambda n=name: read_pod(core_v1, namespace, n)["spec"].get("nodeName"), 30,
+                               what=f"{kind}: {name} bound after the node delete") == open_
+        core_v1.delete_node(open_, _preload_content=False)  # the next run starts from its own nodes only
+    assert bound == {"kube-scheduler": True, "kubesched": True}
+
+
+def failed_scheduling_events(api_client, namespace: str, name: str) -> list[dict]:
+    raw = client.EventsV1Api(api_client).list_namespaced_event(namespace, _preload_content=False)
+    return [e for e in json.loads(raw.data)["items"]
+            if (e.get("regarding") or {}).get("name") == name and e.get("reason") == "FailedScheduling"]
+
+
+def test_a_node_the_pod_cannot_use_does_not_retry_it(run_scheduler, nodes, core_v1, namespace):
+    """QueueingHints: NodeAffinity skips a new node whose labels do not match, so the pod's
+    condition still counts one node; a matching node schedules it."""
+    outcomes = {}
+    for kind in SCHEDULERS:
+        tag = uuid.uuid4().hex[:4]
+        [first] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-a-"))
+        scheduler = run_scheduler(kind)
+        name = f"ssd-{kind}"
+        core_v1.create_namespaced_pod(namespace, pause(name, "100m", schedulerName=scheduler,
+                                                       nodeSelector={"disk": f"ssd-{tag}"}), _preload_content=False)
+
+        def message(n=name):
+            cond = next((c for c in read_pod(core_v1, namespace, n)["status"].get("conditions") or ()
+                         if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+            return cond["message"] if cond else None
+
+        before = wait_for(message, 30, what=f"{kind}: {name} unschedulable")
+        [other] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-b-"))
+        time.sleep(4)  # past the pod's 1s backoff: a retry would have rewritten "0/1" as "0/2"
+        after = message()
+        [ssd] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-c-",
+                                             labels={"disk": f"ssd-{tag}"}))
+        bound = wait_for(lambda n=name: read_pod(core_v1, namespace, n)["spec"].get("nodeName"), 30,
+                         what=f"{kind}: {name} bound on the matching node")
+        outcomes[kind] = (before.split(":")[0], after == before, bound == ssd)
+        for node in (first, other, ssd):
+            core_v1.delete_node(node, _preload_content=False)
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"] == ("0/1 nodes are available", True, True)
+
+
+def test_repeated_failures_fold_into_one_event_series(run_scheduler, nodes, core_v1, api_client, namespace):
+    """client-go's series: the first repeat patches count 2; later repeats (same pod version,
+    same key) count in memory until the 30-minute refresh or the 6-minute finish."""
+    outcomes = {}
+    for kind in SCHEDULERS:
+        [node] = settle_taints(core_v1, nodes(1, cpu="2", zones=0, prefix=f"ev{kind[-5:]}-{uuid.uuid4().hex[:3]}-"))
+        holder, want = f"hold-{kind}", f"want-{kind}"
+        core_v1.create_namespaced_pod(namespace, pause(holder, "1500m", nodeName=node), _preload_content=False)
+        scheduler = run_scheduler(kind)
+        core_v1.create_namespaced_pod(namespace, pause(want, "1", schedulerName=scheduler), _preload_content=False)
+        wait_for(lambda n=want: failed_scheduling_events(api_client, namespace, n), 30, what=f"{kind}: first event")
+        # More allocatable each time (NodeResourcesFit's hint: worth a retry), never enough:
+        # three more attempts with the same message, so the pod's status and version stay.
+        for milli in (2100, 2200, 2300):
+            core_v1.patch_node_status(node, {"status": {"allocatable": {"cpu": f"{milli}m"}}}, _preload_content=False)
+            time.sleep(5)
+        events = sorted(failed_scheduling_events(api_client, namespace, want), key=lambda e: e["eventTime"])
+        outcomes[kind] = [(e.get("series") or {}).get("count") for e in events]
+        core_v1.delete_namespaced_pod(want, namespace, grace_period_seconds=0, _preload_content=False)
+        core_v1.delete_namespaced_pod(holder, namespace, grace_period_seconds=0, _preload_content=False)
+        core_v1.delete_node(node, _preload_content=False)
+    # The first attempt's condition patch gives the pod a new resourceVersion, which is part of
+    # the key: attempt 2 starts a second event, attempt 3 makes it a series (count 2), attempt 4
+    # is counted in memory only.
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"] == [None, 2]
+
+
+def test_a_resized_pod_counts_what_it_was_allocated(run_scheduler, nodes, core_v1, namespace):
+    """In-place resize: a running pod whose allocated and actual requests (status) exceed its
+    spec counts the larger amount, so a pod that would fit beside the spec does not."""
+    outcomes = {}
+    for kind in SCHEDULERS:
+        [node] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"rs{kind[-5:]}-{uuid.uuid4().hex[:3]}-"))
+        grown, want = f"grown-{kind}", f"want-{kind}"
+        core_v1.create_namespaced_pod(namespace, pause(grown, "1", nodeName=node), _preload_content=False)
+        # What a kubelet reports after resizing the container to 3 cpu (the spec still says 1).
+        core_v1.patch_namespaced_pod_status(grown, namespace, {"status": {"containerStatuses": [{
+            "name": "c", "image": "registry.k8s.io/pause:3.10", "imageID": "", "ready": True, "restartCount": 0,
+            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+            "allocatedResources": {"cpu": "3"}, "resources": {"requests": {"cpu": "3"}}}]}},
+            _preload_content=False)
+        scheduler = run_scheduler(kind)
+        core_v1.create_namespaced_pod(namespace, pause(want, "2", schedulerName=scheduler), _preload_content=False)
+
+        def decided(n=want):
+            pod = read_pod(core_v1, namespace, n)
+            cond = next((c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"), {})
+            if pod["spec"].get("nodeName"):
+                return "bound"
+            return cond.get("message") if cond.get("status") == "False" else None
+
+        outcomes[kind] = wait_for(decided, 30, what=f"{kind}: {want} decided")
+        for pod_name in (want, grown):
+            core_v1.delete_namespaced_pod(pod_name, namespace, grace_period_seconds=0, _preload_content=False)
+        core_v1.delete_node(node, _preload_content=False)
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"]
+    assert outcomes["kubesched"].startswith("0/1 nodes are available: 1 Insufficient cpu.")

@@ -1,0 +1,3 @@
+module selecthost
+
+go 1.22
