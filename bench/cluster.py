@@ -186,10 +186,15 @@ class NodeGroup:
 
 class NodeSet:
     """The benchmark's fake nodes. Reused when the next workload asks for the same set,
-    because creating 5,000 nodes is the slowest step of a run."""
+    because creating 5,000 nodes is the slowest step of a run.
 
-    def __init__(self, cluster: Cluster):
+    Static on the benchmark's own lab (no heartbeat load, docs/performance.md); kwok nodes
+    on a full lab (--kubeconfig), whose node lifecycle controller would mark static nodes
+    unreachable after 50 s."""
+
+    def __init__(self, cluster: Cluster, static: bool = False):
         self.cluster = cluster
+        self.static = static
         self.current: tuple[NodeGroup, ...] | None = None
 
     def ensure(self, groups: tuple[NodeGroup, ...], progress: Callable[[str], None]) -> None:
@@ -204,7 +209,7 @@ class NodeSet:
             create_nodes(self.cluster.core_v1, group.count, prefix=group.prefix, cpu=group.cpu,
                          memory=group.memory, pods=group.pods, zones=group.zones,
                          labels={BENCH_LABEL: "true"},
-                         taints=[dict(taint) for taint in group.taints] or None, workers=24)
+                         taints=[dict(taint) for taint in group.taints] or None, workers=24, static=self.static)
         self._clear_not_ready_taint(groups)
         self.current = groups
         progress(f"created {total} nodes in {time.monotonic() - start:.1f} s")
@@ -295,9 +300,13 @@ class DedicatedLab:
         self.dir = os.path.join(workdir, "lab")
         # Free ports picked once, kept across restarts: two benchmarks (or a benchmark and
         # the reliability suite) may run side by side.
-        api_port, etcd_port, peer_port = free_ports(3)
+        api_port, etcd_port, peer_port, kcm_port, kwok_port = free_ports(5)
+        # Static nodes send no heartbeat: no node lifecycle controller and no kwok, only the
+        # controllers pods need (docs/performance.md, "Static nodes").
         self.env = dict(os.environ, LAB_DIR=self.dir, LAB_API_PORT=str(api_port),
-                        LAB_ETCD_PORT=str(etcd_port), LAB_ETCD_PEER_PORT=str(peer_port))
+                        LAB_ETCD_PORT=str(etcd_port), LAB_ETCD_PEER_PORT=str(peer_port),
+                        LAB_KCM_PORT=str(kcm_port), LAB_KWOK_PORT=str(kwok_port),
+                        LAB_KCM_CONTROLLERS="serviceaccount,namespace", LAB_KWOK="0")
         self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
         self.script = os.path.join(ROOT, "lab", "lab.sh")
         self.etcd_data = os.path.join(self.dir, "etcd-data")
