@@ -24,7 +24,14 @@ import textwrap
 import time
 from dataclasses import dataclass
 
-from lab.fake_nodes import NodesNotReady, core_v1_from_kubeconfig, create_nodes, delete_nodes, make_ready
+from lab.fake_nodes import (
+    NOT_READY_ANNOTATION,
+    NodesNotReady,
+    core_v1_from_kubeconfig,
+    create_nodes,
+    delete_nodes,
+    make_ready,
+)
 from lab.namespaces import NoDefaultServiceAccount, wait_for_default_service_account
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,7 +64,10 @@ def parse_taint(text: str) -> dict:
 def cmd_nodes(core_v1, args) -> int:
     present = existing_nodes(core_v1, args.prefix)
     wanted = [f"{args.prefix}{i}" for i in range(args.count)]
-    if all(name in present for name in wanted):
+    # NotReady nodes a run before made Ready are registered afresh (kwok picks up a node's
+    # NotReady annotation only when the node is new).
+    if all(name in present for name in wanted) and not (args.not_ready and any(
+            NOT_READY_ANNOTATION not in (core_v1.read_node(name).metadata.annotations or {}) for name in wanted)):
         print(f"nodes: {len(wanted)} present")
         return 0
     # create_nodes names them <prefix>0..count-1; remove partial leftovers first so the set is whole.
@@ -154,7 +164,7 @@ def demo_pods() -> list[DemoPod]:
     on_node2 = {HOSTNAME: "demo-node-2"}
     return [
         DemoPod("demo-s2", pod("waits-for-ready-node", node_selector={HOSTNAME: "demo-node-notready-0"}),
-                "its node is tainted not-ready until node_taint lifts it",
+                "its node is tainted not-ready until its kubelet reports Ready",
                 ("demo-node-notready-0",)),
         DemoPod("demo-s3", pod("tolerates-blue", tolerations=blue_toleration, affinity=blue_affinity()),
                 "tolerates app=blue, requires color In [blue]: demo-node-0",
