@@ -14,7 +14,8 @@ help:
 	@echo "make demo        run the main job on a self-contained local lab (make demo-down undoes it)"
 	@echo "make test        lint, sanity, unit, integration and Molecule tests (brings the lab up and down)"
 	@echo "make setup       venv, collection link, Docker, base image, Kubernetes binaries"
-	@echo "make lab-up | lab-down | lab-status   the local etcd + kube-apiserver on 127.0.0.1:6443"
+	@echo "make lab-up | lab-down | lab-status   the local cluster on 127.0.0.1:6443 (etcd, kube-apiserver,"
+	@echo "                 kube-controller-manager, kwok); make nodes COUNT=N adds N kwok nodes"
 	@echo "make bench       scheduler benchmark (long); make reliability  failover and bad-input suites"
 
 setup:
@@ -30,7 +31,7 @@ lab-status:
 	@bash lab/lab.sh status
 
 nodes:
-	@$(VENV)/bin/python -m lab.fake_nodes --count $${COUNT:-3}
+	@$(VENV)/bin/python -m lab.fake_nodes --count $${COUNT:-3} $${STATIC:+--static}
 
 lint:
 	ruff check .

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The main job on the local lab (make demo / make demo-down):
-#   demo.sh up     fake nodes, 3 container masters, site.yml for the default scheduler and for
-#                  my-scheduler, workloads (not-ready taint, dedicated nodes, preemption,
-#                  the second scheduler), and a table of where each pod
-#                  landed and why. Safe to run again.
+#   demo.sh up     kwok nodes, 3 container masters, site.yml for the default scheduler and for
+#                  my-scheduler, workloads (not-ready node, dedicated nodes, preemption,
+#                  the second scheduler), a Deployment and a DaemonSet, and a table of where each pod landed,
+#                  whether it runs, and why. Safe to run again.
 #   demo.sh down   remove the containers and every demo object from the lab API server.
 # Needs the lab API server (make lab-up), Docker and the base image (make setup).
 # A private lab is chosen as for lab/lab.sh, and the inventory follows it: LAB_DIR (default
-# .lab), LAB_API_PORT (default 6443), LAB_ETCD_PORT, LAB_ETCD_PEER_PORT. KUBESCHED_CACHE
+# .lab), LAB_API_PORT (default 6443), LAB_ETCD_PORT, LAB_ETCD_PEER_PORT, LAB_KCM_PORT,
+# LAB_KWOK_PORT. KUBESCHED_CACHE
 # (default ~/.cache/kubesched) holds the masters' offline bundle.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,7 +35,7 @@ export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}
 lab_env() {
   local var prefix=""
   [ "$LAB_DIR" = "$ROOT/.lab" ] || prefix+="LAB_DIR=$LAB_DIR "
-  for var in LAB_API_PORT LAB_ETCD_PORT LAB_ETCD_PEER_PORT KUBESCHED_CACHE; do
+  for var in LAB_API_PORT LAB_ETCD_PORT LAB_ETCD_PEER_PORT LAB_KCM_PORT LAB_KWOK_PORT KUBESCHED_CACHE; do
     if [ -n "${!var:-}" ] && { [ "$var" != KUBESCHED_CACHE ] || [ "${!var}" != "$HOME/.cache/kubesched" ]; }; then
       prefix+="$var=${!var} "
     fi
@@ -45,10 +46,6 @@ lab_env() {
 log() { printf '\ndemo: %s\n' "$*"; }
 die() { printf 'demo: ERROR: %s\n' "$*" >&2; exit 1; }
 demo_py() { "$VENV/bin/python" "$ROOT/lab/demo.py" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
-kubesched_module() {
-  ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_INVENTORY_UNPARSED_WARNING=false \
-    ansible localhost -m "kubesched.scheduler.$1" -a "$2 kubeconfig=$KUBECONFIG_ADMIN"
-}
 
 preflight() {
   [ -x "$VENV/bin/ansible-playbook" ] || die "the venv is missing; run 'make setup'."
@@ -109,9 +106,9 @@ up() {
   log "offline bundle for the masters (wheelhouse and Debian packages)"
   bash "$ROOT/lab/wheelhouse.sh"
 
-  log "fake nodes: demo-node-0..2 (4 CPU, 16Gi) and demo-node-notready-0 (S2)"
+  log "kwok nodes: demo-node-0..2 (4 CPU, 16Gi); demo-node-notready-0 (S2) says NotReady"
   demo_py nodes --prefix demo-node- --count 3
-  demo_py nodes --prefix demo-node-notready- --count 1
+  demo_py nodes --prefix demo-node-notready- --count 1 --not-ready
 
   log "three container masters with systemd: ${MASTERS[*]}"
   for m in "${MASTERS[@]}"; do start_master "$m"; done
@@ -125,12 +122,11 @@ up() {
   log "site.yml again with inventories/lab/my-scheduler.yml: my-scheduler beside it (S6, S7)"
   run_site site-my-scheduler "my-scheduler" -e @"$ROOT/inventories/lab/my-scheduler.yml"
 
-  log "S2: the node is not ready yet (taint added with the node_taint module)"
-  kubesched_module node_taint "name=demo-node-notready-0 taints=node.kubernetes.io/not-ready:NoSchedule"
-  log "workloads for S2, S3, S5 and S6"
+  log "S2: demo-node-notready-0 is not ready: the API server and the node lifecycle controller taint it"
+  log "workloads for S2, S3, S5 and S6, a Deployment and a DaemonSet"
   demo_py workloads
-  log "S2: the node becomes ready: the taint is removed with the node_taint module (state=absent)"
-  kubesched_module node_taint "name=demo-node-notready-0 taints=node.kubernetes.io/not-ready state=absent"
+  log "S2: the node's kubelet reports Ready (kwok); the node lifecycle controller lifts the not-ready taint"
+  demo_py become-ready demo-node-notready-0
   demo_py wait
 
   log "where each pod landed, and why"

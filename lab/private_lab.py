@@ -52,6 +52,12 @@ class PrivateLab:
     api_port: int = 16643
     etcd_port: int = 12579
     etcd_peer_port: int = 12580
+    # 0: lab.sh's default for a private lab (the API port + 3 and + 4).
+    kcm_port: int = 0
+    kwok_port: int = 0
+    # More lab.sh variables, e.g. a benchmark's static-node lab without kwok
+    # (LAB_KWOK=0, LAB_KCM_CONTROLLERS=...).
+    extra_env: dict = field(default_factory=dict, repr=False)
     env: dict = field(init=False, repr=False)
     # Where lab.sh writes; snapshot is this helper's own copy of etcd-data.
     kubeconfig: str = field(init=False)
@@ -62,15 +68,19 @@ class PrivateLab:
 
     def __post_init__(self) -> None:
         self.env = {**os.environ, "LAB_DIR": self.directory, "LAB_API_PORT": str(self.api_port),
-                    "LAB_ETCD_PORT": str(self.etcd_port), "LAB_ETCD_PEER_PORT": str(self.etcd_peer_port)}
+                    "LAB_ETCD_PORT": str(self.etcd_port), "LAB_ETCD_PEER_PORT": str(self.etcd_peer_port),
+                    **({"LAB_KCM_PORT": str(self.kcm_port)} if self.kcm_port else {}),
+                    **({"LAB_KWOK_PORT": str(self.kwok_port)} if self.kwok_port else {}),
+                    **self.extra_env}
         for attr, name in (("kubeconfig", "admin.kubeconfig"), ("ca_cert", "ca.crt"), ("ca_key", "ca.key"),
                            ("etcd_data", "etcd-data"), ("snapshot", "etcd-snapshot")):
             setattr(self, attr, os.path.join(self.directory, name))
 
     @classmethod
-    def on_free_ports(cls, directory: str) -> "PrivateLab":
+    def on_free_ports(cls, directory: str, **extra_env: str) -> "PrivateLab":
         """Ports free now, kept across restarts: two harnesses may run side by side."""
-        return cls(directory, *free_ports(3))
+        api, etcd, peer, kcm, kwok = free_ports(5)
+        return cls(directory, api, etcd, peer, kcm_port=kcm, kwok_port=kwok, extra_env=extra_env)
 
     @classmethod
     def from_env(cls, suffix: str = "") -> "PrivateLab":

@@ -239,24 +239,22 @@ def tolerates(toleration, taint):
 def eviction_delay(pod, taint):
     """Seconds until the pod is evicted for a NoExecute taint: 0 now, None never.
 
-    Mirrors the taint eviction controller: with several matching tolerations the shortest
-    tolerationSeconds wins, one without tolerationSeconds tolerates forever, and negative
-    values mean now.
+    As the taint eviction controller (GetMatchingTolerations, getMinTolerationTime): the
+    pod's first toleration that tolerates the taint is the one used; without
+    tolerationSeconds it tolerates forever, zero or negative values mean now.
     """
-    matching = [tol for tol in (pod.get("spec", {}).get("tolerations") or []) if tolerates(tol, taint)]
-    if not matching:
-        return 0
-    if any(tol.get("tolerationSeconds") is None for tol in matching):
-        return None
-    return max(0, min(tol["tolerationSeconds"] for tol in matching))
-
-
-# Pods that finished are not running on the node, so a taint cannot evict them.
-_TERMINAL_PHASES = ("Succeeded", "Failed")
+    for toleration in pod.get("spec", {}).get("tolerations") or []:
+        if tolerates(toleration, taint):
+            seconds = toleration.get("tolerationSeconds")
+            return None if seconds is None else max(0, seconds)
+    return 0
 
 
 def eviction_preview(node_name, before, after, pods):
-    """For each NoExecute taint that after adds (or gives a new value), the pods it would evict."""
+    """For each NoExecute taint that after adds (or gives a new value), the pods it would evict.
+
+    Every pod bound to the node counts, finished ones too: the taint eviction controller
+    deletes those as well."""
     before_identities = set(taint_identity(taint) for taint in before)
     previews = []
     for taint in after:
@@ -264,8 +262,6 @@ def eviction_preview(node_name, before, after, pods):
             continue
         evicted = []
         for pod in pods:
-            if pod.get("status", {}).get("phase") in _TERMINAL_PHASES:
-                continue
             delay = eviction_delay(pod, taint)
             if delay is not None:
                 evicted.append({

@@ -132,8 +132,9 @@ evictions:
   description:
     - One entry per node and C(NoExecute) taint this task adds (or gives a new value), listing the pods bound to
       the node that do not tolerate it.
-    - Pods tolerating the taint for a limited C(tolerationSeconds) are listed with that delay; pods that tolerate
-      it forever and pods that have finished are not listed.
+    - As the taint eviction controller decides, the pod's first toleration that tolerates the taint counts. Pods
+      it lets stay for a limited C(tolerationSeconds) are listed with that delay; pods it lets stay forever are not
+      listed. Finished pods are listed too, since the controller deletes them as well.
   returned: success
   type: list
   elements: dict

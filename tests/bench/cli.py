@@ -124,7 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         progress.log("bench: nothing to run")
         return 1
     os.makedirs(args.workdir, exist_ok=True)
-    lab = None if args.kubeconfig else PrivateLab.on_free_ports(os.path.join(args.workdir, "lab"))
+    # Static nodes send no heartbeat: no node lifecycle controller and no kwok on the bench's
+    # own lab, only the controllers pods need (docs/performance.md, "Static nodes").
+    lab = None if args.kubeconfig else PrivateLab.on_free_ports(
+        os.path.join(args.workdir, "lab"), LAB_KCM_CONTROLLERS="serviceaccount,namespace", LAB_KWOK="0")
     cluster = Cluster(args.kubeconfig) if args.kubeconfig else None
     if lab:
         progress.log(f"bench: the runs use their own etcd + kube-apiserver (lab/lab.sh, data in {lab.directory})")

@@ -181,10 +181,15 @@ class NodeGroup:
 
 class NodeSet:
     """The benchmark's fake nodes. Reused when the next workload asks for the same set,
-    because creating 5,000 nodes is the slowest step of a run."""
+    because creating 5,000 nodes is the slowest step of a run.
 
-    def __init__(self, cluster: Cluster):
+    Static on the benchmark's own lab (no heartbeat load, docs/performance.md); kwok nodes
+    on a full lab (--kubeconfig), whose node lifecycle controller would mark static nodes
+    unreachable after 50 s."""
+
+    def __init__(self, cluster: Cluster, static: bool = False):
         self.cluster = cluster
+        self.static = static
         self.current: tuple[NodeGroup, ...] | None = None
 
     def ensure(self, groups: tuple[NodeGroup, ...], progress: Callable[[str], None]) -> None:
@@ -199,7 +204,7 @@ class NodeSet:
             create_nodes(self.cluster.core_v1, group.count, prefix=group.prefix, cpu=group.cpu,
                          memory=group.memory, pods=group.pods, zones=group.zones,
                          labels={BENCH_LABEL: "true"},
-                         taints=[dict(taint) for taint in group.taints] or None, workers=24)
+                         taints=[dict(taint) for taint in group.taints] or None, workers=24, static=self.static)
         self._clear_not_ready_taint(groups)
         self.current = groups
         progress(f"created {total} nodes in {time.monotonic() - start:.1f} s")

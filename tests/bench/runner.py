@@ -81,7 +81,7 @@ class RunContext:
 
     def _reconnect(self) -> None:
         self.cluster = Cluster(self.lab.kubeconfig)
-        self.nodes = NodeSet(self.cluster)
+        self.nodes = NodeSet(self.cluster, static=True)
 
     def prepare(self, workload: Workload, label: str) -> None:
         """The workload's cluster state before the scheduler starts: its nodes, its bound init

@@ -1,12 +1,15 @@
-"""Fixtures for tests against the lab API server (`make lab-up`).
+"""Fixtures for tests against the lab cluster (`make lab-up`: etcd, kube-apiserver,
+kube-controller-manager and kwok).
 
-Tests run serially against one API server. A test that needs a known node set asks for
-the `nodes` factory, which owns the cluster's nodes for the length of that test.
+Tests run serially against one cluster. A test that needs a known node set asks for the
+`nodes` factory, which owns the cluster's nodes for the length of that test; its nodes are
+kwok nodes, returned once Ready and untainted. A test's `namespace` is ready for pods (its
+`default` ServiceAccount exists) and is deleted afterwards by the namespace controller, as
+on any cluster.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import uuid
@@ -14,6 +17,7 @@ import uuid
 import pytest
 
 from lab.fake_nodes import DEFAULT_KUBECONFIG, create_nodes, delete_nodes
+from lab.namespaces import NoDefaultServiceAccount, wait_for_default_service_account
 
 
 def _lab_ready(api_client) -> bool:
@@ -55,37 +59,25 @@ def core_v1(api_client):
     return client.CoreV1Api(api_client)
 
 
-def _remove_namespace(core_v1, name: str) -> None:
-    """Delete a namespace and finalize it: the lab has no controller-manager to do it."""
-    from kubernetes.client.rest import ApiException
-
-    pods = json.loads(core_v1.list_namespaced_pod(name, _preload_content=False).data)["items"]
-    for pod in pods:
-        try:
-            core_v1.delete_namespaced_pod(pod["metadata"]["name"], name, grace_period_seconds=0,
-                                          _preload_content=False)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-    try:
-        core_v1.delete_namespace(name, _preload_content=False)
-        core_v1.replace_namespace_finalize(
-            name, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
-                   "spec": {"finalizers": []}}, _preload_content=False)
-    except ApiException as err:
-        if err.status not in (404, 409):
-            raise
-
-
 @pytest.fixture
 def namespace(core_v1, request):
-    """A fresh namespace for this test, removed afterwards."""
+    """A fresh namespace for this test, ready for pods; deleted afterwards."""
+    from kubernetes.client.rest import ApiException
+
     slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"t-{slug}-{uuid.uuid4().hex[:6]}"
     core_v1.create_namespace({"metadata": {"name": name, "labels": {"kubesched.io/test": "true"}}},
                              _preload_content=False)
+    try:
+        wait_for_default_service_account(core_v1, name)
+    except NoDefaultServiceAccount as err:
+        pytest.fail(str(err), pytrace=False)
     yield name
-    _remove_namespace(core_v1, name)
+    try:
+        core_v1.delete_namespace(name, _preload_content=False)
+    except ApiException as err:
+        if err.status != 404:
+            raise
 
 
 @pytest.fixture
@@ -93,7 +85,8 @@ def nodes(core_v1):
     """Factory: nodes(count, **create_nodes_kwargs) -> names.
 
     The first call in a test deletes every node in the cluster so that the test owns the
-    node set; every node created is deleted after the test.
+    node set; every node created is deleted after the test. Nodes are kwok nodes unless
+    static=True, returned once Ready and carrying only the taints asked for.
     """
     created: list[str] = []
     wiped = False

@@ -25,6 +25,8 @@ from datetime import datetime
 
 from kubernetes import client, config
 
+from lab.namespaces import wait_for_default_service_account  # PYTHONPATH: the repository
+
 
 def parse_time(value: str | None) -> float | None:
     if not value:
@@ -89,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     except client.ApiException as err:
         if err.status != 409:
             raise
+    wait_for_default_service_account(core, args.namespace)
 
     records: list[dict] = []
     created: dict[str, float] = {}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,40 @@ def api_proxy(lab_kubeconfig, tmp_path):
     proxy = ApiProxy(lab_kubeconfig, tmp_path)
     yield proxy
     proxy.close()
+
+
+# The pinned upstream scheduler the agreement tests run beside kubesched (lab/k8s-binaries.sh).
+KUBE_SCHEDULER = Path.home() / ".cache" / "kubesched" / "v1.37.1" / "bin" / "kube-scheduler"
+
+
+@dataclass
+class RunningScheduler:
+    kind: str  # "kubesched" or "kube-scheduler"
+    name: str  # the schedulerName its one profile serves
+    process: KubeschedProcess
+
+
+@pytest.fixture(params=["kubesched", "kube-scheduler"])
+def either_scheduler(request, run_kubesched, lab_kubeconfig, tmp_path):
+    """One profile served by kubesched, then (second parametrization) by the pinned
+    kube-scheduler: a test using this fixture asserts the same outcome of both."""
+    kind = request.param
+    name = f"{kind}-it-{uuid.uuid4().hex[:6]}"
+    if kind == "kubesched":
+        yield RunningScheduler(kind, name, run_kubesched({"profiles": [{"schedulerName": name}]}))
+        return
+    if not KUBE_SCHEDULER.exists():
+        pytest.fail(f"{KUBE_SCHEDULER} is missing: run 'make setup' (lab/k8s-binaries.sh builds it).", pytrace=False)
+    config = write_config({"profiles": [{"schedulerName": name}]}, tmp_path, lab_kubeconfig)
+    port = free_port()
+    # Delegated authentication and authorization need the lab's kubeconfig, or kube-scheduler
+    # looks for an in-cluster configuration.
+    args = [str(KUBE_SCHEDULER), "--config", str(config), "--secure-port", str(port), "--bind-address", "127.0.0.1",
+            "--authentication-kubeconfig", lab_kubeconfig, "--authorization-kubeconfig", lab_kubeconfig,
+            "--authentication-skip-lookup", "-v=2"]
+    process = KubeschedProcess(args, port, tmp_path / "kube-scheduler.log", name="kube-scheduler")
+    try:
+        process.wait_ready()
+        yield RunningScheduler(kind, name, process)
+    finally:
+        process.stop()

@@ -28,7 +28,7 @@ from tests.reliability.instances import (
 )
 
 __all__ = ["API_VERSION", "KUBESCHED", "ROOT", "ApiProxy", "KubeschedProcess", "events_for", "free_port", "node_of",
-           "pod_manifest", "settle_taints", "wait_for", "write_config", "write_unreachable_kubeconfig"]
+           "pod_manifest", "set_taints", "wait_for", "write_config", "write_unreachable_kubeconfig"]
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.1, what: str = "condition"):
@@ -82,13 +82,8 @@ def events_for(api_client, namespace: str, name: str) -> list[dict]:
                   key=lambda e: e.get("eventTime") or "")
 
 
-def settle_taints(core_v1, names: list[str], taints: list[dict] | None = None) -> list[str]:
-    """Give fake nodes exactly the taints asked for.
-
-    The API server's TaintNodesByCondition admission adds node.kubernetes.io/not-ready to
-    every new node, and the lab has no node lifecycle controller to lift it once the node
-    reports Ready; a real cluster's nodes would be untainted by now.
-    """
+def set_taints(core_v1, names: list[str], taints: list[dict] | None = None) -> list[str]:
+    """Give nodes exactly the taints asked for (none by default); returns the names."""
     for name in names:
         core_v1.patch_node(name, {"spec": {"taints": taints or None}})
     return names

@@ -126,18 +126,15 @@ WORKLOAD_LABEL = "kubesched.io/placement-run"
 
 
 def create_nodes(core_v1, prefix: str, nodes: list[dict]) -> list[str]:
-    from lab.fake_nodes import node_manifest
+    """The workload's kwok nodes, named <prefix><name>0, once Ready with only their own taints."""
+    from lab.fake_nodes import create_nodes as create_kwok_nodes
 
     names = []
     for spec in nodes:
-        name = f"{prefix}{spec['name']}"
         labels = {**(spec.get("labels") or {}), WORKLOAD_LABEL: prefix.rstrip("-")}
-        body = node_manifest(name, cpu=spec.get("cpu", "4"), memory=spec.get("memory", "16Gi"),
-                             labels=labels, zone=None)
-        core_v1.create_node(body, _preload_content=False)
-        # The lab has no node lifecycle controller to lift the admission-added not-ready taint.
-        core_v1.patch_node(name, {"spec": {"taints": spec.get("taints") or None}}, _preload_content=False)
-        names.append(name)
+        names += create_kwok_nodes(core_v1, 1, prefix=f"{prefix}{spec['name']}", cpu=spec.get("cpu", "4"),
+                                   memory=spec.get("memory", "16Gi"), zones=0, labels=labels,
+                                   taints=spec.get("taints"))
     return names
 
 
@@ -147,7 +144,6 @@ def pod_body(spec: dict, scheduler_name: str, run: str) -> dict:
     spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), WORKLOAD_LABEL: run}
     spec.setdefault("containers", [container()])
     spec["schedulerName"] = scheduler_name
-    spec["terminationGracePeriodSeconds"] = 0
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
@@ -183,6 +179,7 @@ def outcome(core_v1, namespace: str, names: list[str], only: str = "", timeout: 
 
 
 def delete_pods(core_v1, namespace: str, names: list[str]) -> None:
+    """Remove the pods at once (grace period 0) between one scheduler's run and the next."""
     for name in names:
         core_v1.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _preload_content=False)
     deadline = time.monotonic() + 30
@@ -199,6 +196,9 @@ def compare(workload: str, core_v1, workdir: Path) -> dict:
     namespace = f"placement-{workload.lower()}-{tag}"
     scheduler_name = f"placement-{tag}"
     core_v1.create_namespace({"metadata": {"name": namespace}}, _preload_content=False)
+    from lab.namespaces import wait_for_default_service_account
+
+    wait_for_default_service_account(core_v1, namespace)
     node_names = create_nodes(core_v1, prefix, nodes)
     results = {}
     try:
@@ -220,9 +220,6 @@ def compare(workload: str, core_v1, workdir: Path) -> dict:
 
         delete_nodes(core_v1, node_names)
         core_v1.delete_namespace(namespace, _preload_content=False)
-        core_v1.replace_namespace_finalize(namespace, {"apiVersion": "v1", "kind": "Namespace",
-                                                       "metadata": {"name": namespace}, "spec": {"finalizers": []}},
-                                           _preload_content=False)
     upstream, ours = results["kube-scheduler"], results["kubesched"]
     names = [p["name"] for p in pods]
     same_node = [n for n in names if n in upstream and n in ours and upstream[n]["node"] == ours[n]["node"]]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubesched_lab import API_VERSION, ROOT, events_for, free_port, settle_taints, wait_for
+from kubesched_lab import API_VERSION, ROOT, events_for, free_port, set_taints, wait_for
 
 KUBE_SCHEDULER = Path(os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler"))
 EXTENDER = Path(__file__).resolve().parent / "extender_server.py"
@@ -150,7 +150,7 @@ def test_extender_filters_prioritizes_and_binds_over_tls_as_kube_scheduler_does(
         nodes, core_v1, api_client, lab_kubeconfig, tmp_path, extender_process, run_scheduler, namespace):
     names = {}
     for part in ("alpha", "bravo", "charlie", "delta"):
-        [names[part]] = settle_taints(core_v1, nodes(1, prefix=f"x{uuid.uuid4().hex[:4]}-{part}-", zones=0,
+        [names[part]] = set_taints(core_v1, nodes(1, prefix=f"x{uuid.uuid4().hex[:4]}-{part}-", zones=0,
                                                      labels={"extender-test": "yes", "part": part}))
     cert, key, ca = lab_ca_signed_cert(lab_kubeconfig, tmp_path)
     url, log = extender_process("--reject", "bravo=blocked by the test extender",
@@ -189,7 +189,7 @@ def test_extender_filters_prioritizes_and_binds_over_tls_as_kube_scheduler_does(
 @pytest.mark.parametrize("misbehaviour", ["garbage", "timeout", "status 500"])
 def test_a_failing_extender_fails_its_pods_with_kube_schedulers_error_and_others_schedule(
         misbehaviour, nodes, core_v1, api_client, extender_process, run_scheduler, namespace):
-    settle_taints(core_v1, nodes(2, zones=0))
+    set_taints(core_v1, nodes(2, zones=0))
     rule = {"garbage": "filter=garbage", "timeout": "filter=sleep:3", "status 500": "filter=status:500"}[misbehaviour]
     url, log = extender_process("--misbehave", rule)
     # Only pods asking for example.com/accelerator reach the extender; the scheduler ignores the
@@ -223,7 +223,7 @@ def test_a_failing_extender_fails_its_pods_with_kube_schedulers_error_and_others
 
 def test_an_ignorable_failing_extender_is_skipped_as_kube_scheduler_skips_it(
         nodes, core_v1, extender_process, run_scheduler, namespace):
-    settle_taints(core_v1, nodes(2, zones=0))
+    set_taints(core_v1, nodes(2, zones=0))
     url, log = extender_process("--misbehave", "filter=status:500", "--misbehave", "prioritize=garbage")
     extenders = [{"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 1,
                   "ignorable": True}]
@@ -259,7 +259,7 @@ def test_preempt_verb_narrows_the_victims_as_kube_scheduler_does(
 
     names = {}
     for part in ("alpha", "bravo"):
-        [names[part]] = settle_taints(core_v1, nodes(1, prefix=f"p{uuid.uuid4().hex[:4]}-{part}-", zones=0, cpu="2"))
+        [names[part]] = set_taints(core_v1, nodes(1, prefix=f"p{uuid.uuid4().hex[:4]}-{part}-", zones=0, cpu="2"))
     url, log = extender_process("--reject", "bravo")  # the preempt verb keeps only alpha's victims
     extenders = [{"urlPrefix": url, "preemptVerb": "preempt"}]
     scheduling = client.SchedulingV1Api(api_client)

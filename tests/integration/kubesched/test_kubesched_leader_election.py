@@ -5,7 +5,7 @@ import time
 import uuid
 
 from kubernetes import client
-from kubesched_lab import node_of, pod_manifest, settle_taints, wait_for
+from kubesched_lab import node_of, pod_manifest, wait_for
 
 RETRY_PERIOD = 1.0
 # Long enough that a takeover by expiry could not pass for a handover by release.
@@ -15,7 +15,7 @@ ACQUIRED = '"successfully acquired lease"'
 
 def test_one_leader_schedules_and_sigterm_hands_over_within_a_retry_period(run_kubesched, nodes, core_v1,
                                                                            api_client, namespace):
-    settle_taints(core_v1, nodes(2))
+    nodes(2)
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     config = {"profiles": [{"schedulerName": name}],
               "leaderElection": {"leaderElect": True, "leaseDuration": f"{LEASE_DURATION:g}s", "renewDeadline": "8s",

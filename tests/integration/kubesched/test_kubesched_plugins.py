@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kubesched_lab import ROOT, events_for, settle_taints, wait_for
+from kubesched_lab import ROOT, events_for, set_taints, wait_for
 
 EXAMPLE = ROOT / "examples" / "kubesched-plugin-example"
 PLUGINS = Path(__file__).resolve().parent / "plugins"
@@ -59,7 +59,7 @@ def test_the_example_plugin_installed_with_pip_is_enabled_by_name(
     names = {}
     for part, labels in (("maint", {"example.com/maintenance": "true", "rank": "100"}),
                          ("high", {"rank": "80"}), ("low", {"rank": "20"})):
-        [names[part]] = settle_taints(core_v1, nodes(1, prefix=f"{prefix}{part}-", zones=0,
+        [names[part]] = set_taints(core_v1, nodes(1, prefix=f"{prefix}{part}-", zones=0,
                                                      labels={**labels, "part": part}))
     scheduler = f"example-{uuid.uuid4().hex[:4]}"
     config = {"profiles": [{"schedulerName": scheduler,
@@ -100,7 +100,7 @@ def install_test_plugin(site: Path, module: str, plugin: str) -> None:
 def test_waiting_pods_are_allowed_rejected_and_timed_out_without_blocking_others(
         plugin_site, nodes, core_v1, api_client, namespace, run_kubesched):
     install_test_plugin(plugin_site, "permit_gate", "PermitGate")
-    [node] = settle_taints(core_v1, nodes(1, zones=0))
+    [node] = set_taints(core_v1, nodes(1, zones=0))
     scheduler = f"permit-{uuid.uuid4().hex[:4]}"
     sched = run_kubesched({"profiles": [{"schedulerName": scheduler,
                                          "plugins": {"permit": {"enabled": [{"name": "PermitGate"}]}},
@@ -141,7 +141,7 @@ def test_waiting_pods_are_allowed_rejected_and_timed_out_without_blocking_others
 def test_a_plugin_that_raises_fails_its_pod_and_nothing_else(
         point, plugin_site, nodes, core_v1, api_client, namespace, run_kubesched):
     install_test_plugin(plugin_site, "raising", "Raising")
-    settle_taints(core_v1, nodes(2, zones=0))
+    set_taints(core_v1, nodes(2, zones=0))
     scheduler = f"raising-{uuid.uuid4().hex[:4]}"
     sched = run_kubesched({"profiles": [{"schedulerName": scheduler,
                                          "plugins": {"multiPoint": {"enabled": [{"name": "Raising"}]}}}]})

@@ -4,12 +4,12 @@ import json
 import uuid
 
 from kubernetes import client
-from kubesched_lab import node_of, pod_manifest, settle_taints, wait_for
+from kubesched_lab import node_of, pod_manifest, wait_for
 
 
 def test_high_priority_pod_preempts_the_lowest_priority_victim(run_kubesched, nodes, core_v1, api_client,
                                                                namespace):
-    [node] = settle_taints(core_v1, nodes(1, cpu="2"))
+    [node] = nodes(1, cpu="2")
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     scheduling = client.SchedulingV1Api(api_client)
     classes = {f"{name}-{level}": value for level, value in (("low", 10), ("mid", 100), ("high", 1000000))}
@@ -18,6 +18,8 @@ def test_high_priority_pod_preempts_the_lowest_priority_victim(run_kubesched, no
     try:
         sched = run_kubesched({"profiles": [{"schedulerName": name}]})
 
+        # Victims go at once: this test is about which pod is chosen; victims that take their
+        # grace period are test_kubesched_controllers' subject.
         def create(pod_name, level):
             core_v1.create_namespaced_pod(namespace, pod_manifest(
                 pod_name, schedulerName=name, priorityClassName=f"{name}-{level}", terminationGracePeriodSeconds=0,

@@ -7,7 +7,6 @@ import json
 import uuid
 
 import pytest
-from kubesched_lab import settle_taints
 from placement_agreement import dedicated, pod_body, resources
 
 DEDICATED_EXPECTED = {
@@ -50,9 +49,9 @@ def make_nodes(core_v1, nodes_fixture, specs):
     """Workload nodes named <prefix><name>, with the labels and taints the workload gives."""
     prefix = f"w{uuid.uuid4().hex[:4]}-"
     for spec in specs:
-        [name] = nodes_fixture(1, prefix=f"{prefix}{spec['name']}-", cpu=spec.get("cpu", "4"),
-                               memory=spec.get("memory", "16Gi"), zones=0, labels=spec.get("labels"))
-        settle_taints(core_v1, [name], spec.get("taints"))
+        nodes_fixture(1, prefix=f"{prefix}{spec['name']}-", cpu=spec.get("cpu", "4"),
+                      memory=spec.get("memory", "16Gi"), zones=0, labels=spec.get("labels"),
+                      taints=spec.get("taints"))
     return lambda node: node[len(prefix):].rsplit("-", 1)[0] if node else ""
 
 
@@ -123,7 +122,7 @@ def test_requests_fit_or_are_refused_as_upstream_words_it(scheduler, nodes, core
 def test_limitrange_defaults_and_pod_overhead_count(scheduler, nodes, core_v1, api_client, namespace):
     from kubernetes import client
 
-    settle_taints(core_v1, nodes(1, cpu="1", zones=0))
+    nodes(1, cpu="1", zones=0)
     core_v1.create_namespaced_limit_range(namespace, {"metadata": {"name": "defaults"}, "spec": {"limits": [
         {"type": "Container", "defaultRequest": {"cpu": "400m"}, "default": {"cpu": "400m"}}]}},
         _preload_content=False)

@@ -8,9 +8,10 @@ import uuid
 from collections import Counter
 
 import pytest
-from kubesched_lab import events_for, node_of, pod_manifest, settle_taints, wait_for
+from kubesched_lab import events_for, node_of, pod_manifest, wait_for
 
-NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+from lab.fake_nodes import NOT_READY_ANNOTATION
+
 # Upstream 1.37's words: the Filter histogram, then DefaultPreemption's verdict on the same nodes.
 # (1.37 no longer names the taint; the pinned kube-scheduler words it exactly so.)
 S2_MESSAGE = ("0/1 nodes are available: 1 node(s) had untolerated taint(s). "
@@ -33,7 +34,7 @@ def create_pod(core_v1, namespace, name, **spec):
 
 def test_s1_pending_pod_is_bound_and_the_event_says_so(run_kubesched, nodes, core_v1, api_client, namespace,
                                                        scheduler_name):
-    names = settle_taints(core_v1, nodes(3))
+    names = nodes(3)
     sched = run_kubesched({"profiles": [{"schedulerName": scheduler_name}]})
     create_pod(core_v1, namespace, "web", schedulerName=scheduler_name)
     node = wait_for(lambda: node_of(core_v1, namespace, "web"), 20, what="web to be bound")
@@ -49,9 +50,11 @@ def test_s1_pending_pod_is_bound_and_the_event_says_so(run_kubesched, nodes, cor
     assert sched.metric("scheduler_schedule_attempts_total", {"result": "scheduled", "profile": scheduler_name}) == 1
 
 
-def test_s2_not_ready_taint_then_removing_it_schedules_without_restart(run_kubesched, nodes, core_v1, api_client,
-                                                                       namespace, scheduler_name):
-    [node] = settle_taints(core_v1, nodes(1), [NOT_READY])
+def test_s2_not_ready_node_then_ready_schedules_without_restart(run_kubesched, nodes, core_v1, api_client,
+                                                                namespace, scheduler_name):
+    # A node whose kubelet reports NotReady: the API server tainted it not-ready when it
+    # registered, and the node lifecycle controller keeps the taint while it stays so.
+    [node] = nodes(1, ready=False)
     sched = run_kubesched({"profiles": [{"schedulerName": scheduler_name}]})
     create_pod(core_v1, namespace, "waiting", schedulerName=scheduler_name)
     failed = wait_for(lambda: [e for e in events_for(api_client, namespace, "waiting")
@@ -62,13 +65,14 @@ def test_s2_not_ready_taint_then_removing_it_schedules_without_restart(run_kubes
     cond = wait_for(lambda: pod_scheduled_condition(core_v1, namespace, "waiting"), 10, what="PodScheduled")
     assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Unschedulable", S2_MESSAGE)
     assert not node_of(core_v1, namespace, "waiting")
-    core_v1.patch_node(node, {"spec": {"taints": None}})
-    assert wait_for(lambda: node_of(core_v1, namespace, "waiting"), 20, what="the pod to be bound") == node
+    # The kubelet recovers (kwok reports Ready); the controller lifts the taint.
+    core_v1.patch_node(node, {"metadata": {"annotations": {NOT_READY_ANNOTATION: None}}})
+    assert wait_for(lambda: node_of(core_v1, namespace, "waiting"), 30, what="the pod to be bound") == node
     assert sched.proc.poll() is None
 
 
 def test_s9_equal_pods_spread_evenly_over_equal_nodes(run_kubesched, nodes, core_v1, namespace, scheduler_name):
-    names = settle_taints(core_v1, nodes(3))
+    names = nodes(3)
     run_kubesched({"profiles": [{"schedulerName": scheduler_name}]})
     for i in range(9):
         create_pod(core_v1, namespace, f"spread-{i}", schedulerName=scheduler_name)
@@ -85,8 +89,8 @@ NO_PRESCORE_ERROR = ('running Score plugins: plugin "TaintToleration" failed wit
 
 def test_s7_profiles_serve_several_scheduler_names_and_leave_others_alone(run_kubesched, nodes, core_v1,
                                                                           api_client, namespace, scheduler_name):
-    [plain] = settle_taints(core_v1, nodes(1, prefix="s7plain-"))
-    settle_taints(core_v1, nodes(1, prefix="s7soft-"), [{"key": "soft", "effect": "PreferNoSchedule"}])
+    [plain] = nodes(1, prefix="s7plain-")
+    nodes(1, prefix="s7soft-", taints=[{"key": "soft", "effect": "PreferNoSchedule"}])
     first, second, third = (f"{scheduler_name}-{i}" for i in (1, 2, 3))
     run_kubesched({"profiles": [
         {"schedulerName": first, "plugins": {"score": {"disabled": [{"name": "TaintToleration"}]}}},

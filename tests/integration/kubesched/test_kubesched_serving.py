@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubesched_lab import node_of, pod_manifest, settle_taints, wait_for, write_unreachable_kubeconfig
+from kubesched_lab import node_of, pod_manifest, wait_for, write_unreachable_kubeconfig
 
 from kubesched.client import load_kubeconfig
 
 
 def test_health_and_metrics_endpoints(run_kubesched, nodes, core_v1, namespace):
-    settle_taints(core_v1, nodes(1))
+    nodes(1)
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     sched = run_kubesched({"profiles": [{"schedulerName": name}]})
     for path in ("/healthz", "/livez", "/readyz"):
@@ -54,9 +54,9 @@ def test_metrics_need_a_client_certificate_signed_by_the_client_ca(run_kubesched
 
 
 def test_explain_shows_every_node_and_the_scores(kubesched_cli, nodes, core_v1, namespace, tmp_path, lab_kubeconfig):
-    tainted = settle_taints(core_v1, nodes(1, prefix="ex-tainted-"), [{"key": "dedicated", "value": "db",
+    tainted = nodes(1, prefix="ex-tainted-", taints=[{"key": "dedicated", "value": "db",
                                                                        "effect": "NoSchedule"}])[0]
-    small, big = settle_taints(core_v1, nodes(1, prefix="ex-small-", cpu="1") + nodes(1, prefix="ex-big-", cpu="8"))
+    small, big = nodes(1, prefix="ex-small-", cpu="1") + nodes(1, prefix="ex-big-", cpu="8")
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     core_v1.create_namespaced_pod(namespace, pod_manifest("pending", schedulerName=name, containers=[
         {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "2"}}}]),

@@ -19,7 +19,7 @@ import uuid
 import pytest
 import yaml
 from kubernetes import client
-from kubesched_lab import API_VERSION, pod_manifest, settle_taints, wait_for
+from kubesched_lab import API_VERSION, pod_manifest, set_taints, wait_for
 
 KUBE_SCHEDULER = os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler")
 SCHEDULERS = ("kube-scheduler", "kubesched")
@@ -66,7 +66,7 @@ def pause(name: str, cpu: str, **spec) -> dict:
 
 
 def test_nomination_is_cleared_when_preemption_finds_no_candidate(run_scheduler, nodes, core_v1, namespace):
-    [node] = settle_taints(core_v1, nodes(1, cpu="1", zones=0))
+    [node] = set_taints(core_v1, nodes(1, cpu="1", zones=0))
     outcomes = {}
     for kind in SCHEDULERS:
         holder, want = f"holder-{kind}", f"want-{kind}"
@@ -102,8 +102,8 @@ def test_node_delete_unblocks_a_spreading_pod(run_scheduler, nodes, core_v1, nam
     bound = {}
     for kind in SCHEDULERS:
         blocked, open_ = nodes(2, cpu="4", zones=0, prefix=f"sp{kind[-5:]}-{uuid.uuid4().hex[:3]}-")
-        settle_taints(core_v1, [blocked], [{"key": "block", "value": "x", "effect": "NoSchedule"}])
-        settle_taints(core_v1, [open_])
+        set_taints(core_v1, [blocked], [{"key": "block", "value": "x", "effect": "NoSchedule"}])
+        set_taints(core_v1, [open_])
         app = f"spread-{kind}"
         core_v1.create_namespaced_pod(namespace, pause(f"{app}-0", "100m", nodeName=open_, labels={"app": app}),
                                       _preload_content=False)
@@ -139,7 +139,7 @@ def test_a_node_the_pod_cannot_use_does_not_retry_it(run_scheduler, nodes, core_
     outcomes = {}
     for kind in SCHEDULERS:
         tag = uuid.uuid4().hex[:4]
-        [first] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-a-"))
+        [first] = set_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-a-"))
         scheduler = run_scheduler(kind)
         name = f"ssd-{kind}"
         core_v1.create_namespaced_pod(namespace, pause(name, "100m", schedulerName=scheduler,
@@ -151,10 +151,10 @@ def test_a_node_the_pod_cannot_use_does_not_retry_it(run_scheduler, nodes, core_
             return cond["message"] if cond else None
 
         before = wait_for(message, 30, what=f"{kind}: {name} unschedulable")
-        [other] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-b-"))
+        [other] = set_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-b-"))
         time.sleep(4)  # past the pod's 1s backoff: a retry would have rewritten "0/1" as "0/2"
         after = message()
-        [ssd] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-c-",
+        [ssd] = set_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-c-",
                                              labels={"disk": f"ssd-{tag}"}))
         bound = wait_for(lambda n=name: read_pod(core_v1, namespace, n)["spec"].get("nodeName"), 30,
                          what=f"{kind}: {name} bound on the matching node")
@@ -169,7 +169,7 @@ def test_repeated_failures_fold_into_one_event_series(run_scheduler, nodes, core
     same key) count in memory until the 30-minute refresh or the 6-minute finish."""
     outcomes = {}
     for kind in SCHEDULERS:
-        [node] = settle_taints(core_v1, nodes(1, cpu="2", zones=0, prefix=f"ev{kind[-5:]}-{uuid.uuid4().hex[:3]}-"))
+        [node] = set_taints(core_v1, nodes(1, cpu="2", zones=0, prefix=f"ev{kind[-5:]}-{uuid.uuid4().hex[:3]}-"))
         holder, want = f"hold-{kind}", f"want-{kind}"
         core_v1.create_namespaced_pod(namespace, pause(holder, "1500m", nodeName=node), _preload_content=False)
         scheduler = run_scheduler(kind)
@@ -196,7 +196,7 @@ def test_a_resized_pod_counts_what_it_was_allocated(run_scheduler, nodes, core_v
     spec counts the larger amount, so a pod that would fit beside the spec does not."""
     outcomes = {}
     for kind in SCHEDULERS:
-        [node] = settle_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"rs{kind[-5:]}-{uuid.uuid4().hex[:3]}-"))
+        [node] = set_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"rs{kind[-5:]}-{uuid.uuid4().hex[:3]}-"))
         grown, want = f"grown-{kind}", f"want-{kind}"
         core_v1.create_namespaced_pod(namespace, pause(grown, "1", nodeName=node), _preload_content=False)
         # What a kubelet reports after resizing the container to 3 cpu (the spec still says 1).

@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 import yaml
-from kubesched_lab import settle_taints, wait_for
+from kubesched_lab import set_taints, wait_for
 from placement_agreement import outcome
 from volume_provisioner import LabProvisioner
 
@@ -144,7 +144,7 @@ def test_statefulset_lands_one_replica_per_node_that_holds_a_pv(scheduler, nodes
                                                                 storage):
     from kubernetes import client
 
-    names = settle_taints(core_v1, nodes(4, zones=0))
+    names = set_taints(core_v1, nodes(4, zones=0))
     local = storage.storage_class()
     for node in names[:3]:
         storage.local_volume(local, node)
@@ -176,7 +176,7 @@ def test_statefulset_lands_one_replica_per_node_that_holds_a_pv(scheduler, nodes
 
 def test_claim_that_no_pv_satisfies_stays_pending_with_upstreams_reason(
         scheduler, nodes, core_v1, namespace, storage):
-    names = settle_taints(core_v1, nodes(3, zones=0))
+    names = set_taints(core_v1, nodes(3, zones=0))
     local = storage.storage_class()
     for node in names:
         storage.local_volume(local, node, size="1Gi")
@@ -191,7 +191,7 @@ def test_claim_that_no_pv_satisfies_stays_pending_with_upstreams_reason(
 
 
 def test_unbound_immediate_claim_keeps_the_pod_waiting(scheduler, nodes, core_v1, namespace, storage):
-    settle_taints(core_v1, nodes(2, zones=0))
+    set_taints(core_v1, nodes(2, zones=0))
     immediate = storage.storage_class("Immediate")
     core_v1.create_namespaced_persistent_volume_claim(namespace, claim("nothing-to-bind", immediate),
                                                       _preload_content=False)
@@ -206,7 +206,7 @@ def test_unbound_immediate_claim_keeps_the_pod_waiting(scheduler, nodes, core_v1
 
 def test_immediate_claim_bound_to_a_pv_on_one_node_keeps_its_pod_there(
         scheduler, nodes, core_v1, namespace, storage):
-    names = settle_taints(core_v1, nodes(3, zones=0))
+    names = set_taints(core_v1, nodes(3, zones=0))
     immediate = storage.storage_class("Immediate")
     storage.local_volume(immediate, names[1])
     core_v1.create_namespaced_persistent_volume_claim(namespace, claim("pinned", immediate), _preload_content=False)
@@ -219,7 +219,7 @@ def test_immediate_claim_bound_to_a_pv_on_one_node_keeps_its_pod_there(
 
 
 def test_dynamic_provisioning_through_the_selected_node(scheduler, nodes, core_v1, namespace, storage):
-    names = settle_taints(core_v1, nodes(3, zones=0))
+    names = set_taints(core_v1, nodes(3, zones=0))
     zone_of = {names[0]: "a", names[1]: "b", names[2]: "b"}
     for node, zone in zone_of.items():
         core_v1.patch_node(node, {"metadata": {"labels": {"lab.kubesched.io/zone": zone}}})
@@ -237,7 +237,7 @@ def test_dynamic_provisioning_through_the_selected_node(scheduler, nodes, core_v
 
 
 def test_generic_ephemeral_volume_is_provisioned_for_its_pod(scheduler, nodes, core_v1, namespace, storage):
-    names = settle_taints(core_v1, nodes(2, zones=0))
+    names = set_taints(core_v1, nodes(2, zones=0))
     dynamic = storage.storage_class(provisioner=PROVISIONER)
     with LabProvisioner(core_v1, PROVISIONER, dynamic) as provisioner:
         template = {"spec": claim("unused", dynamic)["spec"]}

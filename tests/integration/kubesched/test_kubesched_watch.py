@@ -3,7 +3,7 @@
 import time
 import uuid
 
-from kubesched_lab import node_of, pod_manifest, settle_taints, wait_for
+from kubesched_lab import node_of, pod_manifest, wait_for
 
 
 def config_via(proxy, name):
@@ -12,7 +12,7 @@ def config_via(proxy, name):
 
 def test_expired_watch_is_relisted_and_pods_created_meanwhile_are_scheduled(run_kubesched, api_proxy, nodes,
                                                                             core_v1, namespace):
-    settle_taints(core_v1, nodes(2))
+    nodes(2)
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     sched = run_kubesched(config_via(api_proxy, name))
     api_proxy.expire_watches = True
@@ -32,7 +32,7 @@ def test_expired_watch_is_relisted_and_pods_created_meanwhile_are_scheduled(run_
 
 
 def test_lost_api_server_connection_is_retried_with_backoff(run_kubesched, api_proxy, nodes, core_v1, namespace):
-    settle_taints(core_v1, nodes(2))
+    nodes(2)
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     sched = run_kubesched(config_via(api_proxy, name))
     core_v1.create_namespaced_pod(namespace, pod_manifest("before", schedulerName=name), _preload_content=False)

@@ -31,18 +31,10 @@ def start_module(lab_kubeconfig, tmp_path):
 
 
 @pytest.fixture
-def bare_nodes(nodes, core_v1):
-    """Factory like `nodes`, whose nodes carry exactly the given taints (default none).
-
-    Where the API server runs the TaintNodesByCondition admission, every new node gets
-    node.kubernetes.io/not-ready; tests start from the taints they set up themselves instead.
-    """
+def bare_nodes(nodes):
+    """Factory like `nodes`: Ready kwok nodes that carry exactly the given taints (default none)."""
     def make(count, taints=None, **kwargs):
-        names = nodes(count, **kwargs)
-        for name in names:
-            core_v1.patch_node(name, [{"op": "add", "path": "/spec/taints", "value": taints or []}],
-                               _content_type="application/json-patch+json", _preload_content=False)
-        return names
+        return nodes(count, taints=taints, **kwargs)
     return make
 
 

@@ -13,8 +13,9 @@ LONG_VALUE = "v" * 64
 
 
 @pytest.fixture(scope="module")
-def stage(core_v1, scheduling_v1):
-    """Two nodes (one tainted and labelled), an existing PriorityClass and a global default one."""
+def stage(core_v1, scheduling_v1, api_client):
+    """Two nodes (one tainted and labelled), an existing PriorityClass and a global default one;
+    "server" is the lab API server's address (a private lab's port differs)."""
     suffix = uuid.uuid4().hex[:5]
     names = create_nodes(core_v1, 2, prefix="bad-%s-" % suffix)
     taints = [[{"key": "app", "value": "blue", "effect": "NoSchedule"}], []]
@@ -26,13 +27,14 @@ def stage(core_v1, scheduling_v1):
     scheduling_v1.create_priority_class({"metadata": {"name": existing}, "value": 1000}, _preload_content=False)
     scheduling_v1.create_priority_class({"metadata": {"name": holder}, "value": 5, "globalDefault": True},
                                         _preload_content=False)
-    yield {"n0": names[0], "n1": names[1], "pc": existing, "holder": holder}
+    yield {"n0": names[0], "n1": names[1], "pc": existing, "holder": holder, "server": api_client.configuration.host}
     delete_nodes(core_v1, names)
     for name in (existing, holder):
         scheduling_v1.delete_priority_class(name, _preload_content=False)
 
 
-# (module, args, the message fragment). {n0}, {n1}, {pc} and {holder} name the staged objects.
+# (module, args, the message fragment). {n0}, {n1}, {pc} and {holder} name the staged objects,
+# {server} the lab API server.
 BAD_INPUTS = [
     ("node_taint", dict(name="{n0}", taints=["app=blue:NoSchedul"]),
      "taints[0]: effect 'NoSchedul' is not one of NoSchedule, PreferNoSchedule, NoExecute"),
@@ -50,7 +52,7 @@ BAD_INPUTS = [
     ("node_taint", dict(name="{n0}", taints=["a=1:NoSchedule", "a=2:NoSchedule"]),
      "taints[1]: taint a:NoSchedule is given twice"),
     ("node_taint", dict(name=["{n1}", "ghost-node"], taints=["x:NoSchedule"]),
-     "name: node 'ghost-node' not found on the API server at https://127.0.0.1:6443. Fix name; the cluster's nodes"),
+     "name: node 'ghost-node' not found on the API server at {server}. Fix name; the cluster's nodes"),
     ("node_taint", dict(label_selector="color in (blue", taints=["x:NoSchedule"]),
      "label_selector 'color in (blue' is malformed: expected ',' or ')' in the 'in' value list"),
     ("node_taint", dict(name="{n0}", label_selector="color=blue", taints=["x:NoSchedule"]),
@@ -61,8 +63,8 @@ BAD_INPUTS = [
     ("node_taint", dict(name="{n0}", taints=["x:NoSchedule"], kubeconfig=None, host="https://127.0.0.1:1"),
      "cannot reach the Kubernetes API server at https://127.0.0.1:1 ([Errno 111] Connection refused). "
      "Check that it is running and that kubeconfig/context or host (K8S_AUTH_HOST) point to it"),
-    ("node_taint", dict(name="{n0}", taints=["x:NoSchedule"], kubeconfig=None, host="https://127.0.0.1:6443"),
-     "TLS verification of the API server at https://127.0.0.1:6443 failed"),
+    ("node_taint", dict(name="{n0}", taints=["x:NoSchedule"], kubeconfig=None, host="{server}"),
+     "TLS verification of the API server at {server} failed"),
     ("node_taint", dict(name="{n0}", taints=["x:NoSchedule"], context="staging"),
      "context: 'staging' is not a context in kubeconfig file"),
     ("node_taint", dict(name="{n0}", taints=["x:NoSchedule"], kubeconfig="/nonexistent/kubeconfig"),
@@ -146,8 +148,8 @@ def test_rbac_denial_names_user_verb_and_resource(stage, cluster_snapshot, run_m
                         **limited_identity["options"])
     assert result["failed"] is True
     assert result["msg"].startswith(
-        "forbidden (HTTP 403): user '%s' may not patch nodes '%s' on https://127.0.0.1:6443. Grant it RBAC "
-        "permission (verb 'patch' on resource 'nodes')" % (limited_identity["user"], stage["n0"]))
+        "forbidden (HTTP 403): user '%s' may not patch nodes '%s' on %s. Grant it RBAC "
+        "permission (verb 'patch' on resource 'nodes')" % (limited_identity["user"], stage["n0"], stage["server"]))
     assert cluster_snapshot(_watched(stage)) == before
 
 

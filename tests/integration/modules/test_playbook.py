@@ -6,6 +6,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import time
 
 from .helpers import COLLECTIONS_PATH, module_env, node_state
 
@@ -73,8 +74,14 @@ def test_playbook_check_diff_then_apply(bare_nodes, core_v1, lab_kubeconfig, tmp
 
     applied = _play(tmp_path, node, lab_kubeconfig)
     assert applied[taint_task]["changed"] is True and applied[cordon_task]["changed"] is True
-    assert node_state(core_v1, node)["taints"] == [{"key": "app", "value": "blue", "effect": "NoSchedule"}]
     assert node_state(core_v1, node)["unschedulable"] is True
+    # The node lifecycle controller marks a cordoned node with its own taint, as on any cluster.
+    deadline = time.monotonic() + 15
+    while len(node_state(core_v1, node)["taints"]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [{k: t[k] for k in ("key", "value", "effect") if k in t} for t in node_state(core_v1, node)["taints"]] == [
+        {"key": "app", "value": "blue", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
 
 
 def test_module_defaults_group_sets_the_connection_once(bare_nodes, core_v1, lab_kubeconfig, tmp_path):

@@ -20,9 +20,13 @@ def event(pod_name: str, reason: str, message: str, seconds: int, reporter: str 
                            source=None)
 
 
-def live_pod(name: str, node: str | None, scheduler: str = "default-scheduler", deleting: bool = False):
-    return SimpleNamespace(metadata=SimpleNamespace(name=name, uid=f"uid-{name}", deletion_timestamp=START if deleting else None),
-                           spec=SimpleNamespace(node_name=node, scheduler_name=scheduler))
+def live_pod(name: str, node: str | None, scheduler: str = "default-scheduler", deleting: bool = False,
+             app: str | None = None, phase: str | None = None):
+    """A pod as the API lists it; bound pods are Running (kwok runs them) unless phase says otherwise."""
+    return SimpleNamespace(metadata=SimpleNamespace(name=name, uid=f"uid-{name}", labels={"app": app or name},
+                                                    deletion_timestamp=START if deleting else None),
+                           spec=SimpleNamespace(node_name=node, scheduler_name=scheduler),
+                           status=SimpleNamespace(phase=phase or ("Running" if node else "Pending")))
 
 
 class FakeCoreV1:
@@ -48,6 +52,10 @@ def as_the_scenarios_say() -> tuple[dict, dict]:
         "demo-s5": [live_pod("low-priority-1", "demo-node-2"), live_pod("high-priority", "demo-node-2")],
         "demo-s6": [live_pod(f"for-{s}", "demo-node-2", scheduler=s)
                     for s in ("my-scheduler", "my-scheduler2", "my-scheduler3", "default-scheduler")],
+        "demo-apps": [*(live_pod(f"web-5d4f-{suffix}", node, app="web")
+                        for suffix, node in (("a", "demo-node-1"), ("b", "demo-node-2"), ("c", "demo-node-1"),
+                                             ("d", "demo-node-2"))),
+                      *(live_pod(f"node-agent-{i}", f"demo-node-{i}", app="node-agent") for i in range(3))],
     }
     events = {
         "demo-s2": [event("waits-for-ready-node", "Scheduled", "Successfully assigned demo-s2/waits-for-ready-node "
@@ -92,6 +100,43 @@ def test_a_pod_on_a_node_its_scenario_forbids_is_named():
     assert problems == ["demo-s3/blue-no-toleration is on demo-node-0, expected (Pending)"]
 
 
+def test_a_bound_pod_that_does_not_run_is_named():
+    pods, events = as_the_scenarios_say()
+    pods["demo-s3"][2] = live_pod("wants-large", "demo-node-1", phase="Pending")
+    problems = demo.surprises(demo.placements(FakeCoreV1(pods, events)))
+    assert problems == ["demo-s3/wants-large is on demo-node-1 (Pending), expected demo-node-1, Running"]
+
+
+def test_the_workloads_get_a_row_per_pod_with_its_phase():
+    found = demo.placements(FakeCoreV1(*as_the_scenarios_say()))
+    apps = [p for p in found if p.demo_pod.namespace == "demo-apps"]
+    assert [(p.demo_pod.name, p.node, p.phase) for p in apps] == [
+        ("web-5d4f-a", "demo-node-1", "Running"), ("web-5d4f-b", "demo-node-2", "Running"),
+        ("web-5d4f-c", "demo-node-1", "Running"), ("web-5d4f-d", "demo-node-2", "Running"),
+        ("node-agent-0", "demo-node-0", "Running"), ("node-agent-1", "demo-node-1", "Running"),
+        ("node-agent-2", "demo-node-2", "Running")]
+    table = demo.render_table(found)
+    assert any(line.split()[:4] == ["node-agent-0", "default-scheduler", "demo-node-0", "Running"]
+               for line in table.splitlines())
+
+
+def test_a_workload_short_of_running_pods_is_named():
+    pods, events = as_the_scenarios_say()
+    pods["demo-apps"][0] = live_pod("web-5d4f-a", None, app="web")
+    pods["demo-apps"][-1] = live_pod("node-agent-2", "demo-node-2", app="node-agent", deleting=True)
+    problems = demo.surprises(demo.placements(FakeCoreV1(pods, events)))
+    assert "demo-apps/web-5d4f-a is on (Pending), expected demo-node-1 or demo-node-2, Running" in problems
+    assert "Deployment demo-apps/web runs 3 of 4 pods" in problems
+    assert "DaemonSet demo-apps/node-agent runs 2 of 3 pods" in problems
+
+
+def test_a_daemonset_with_two_pods_on_one_node_is_named():
+    pods, events = as_the_scenarios_say()
+    pods["demo-apps"][-1] = live_pod("node-agent-2", "demo-node-1", app="node-agent")
+    problems = demo.surprises(demo.placements(FakeCoreV1(pods, events)))
+    assert "DaemonSet demo-apps/node-agent has two pods on one node" in problems
+
+
 @pytest.mark.parametrize("victims", [0, 2])
 def test_s5_needs_exactly_one_victim(victims):
     pods, events = as_the_scenarios_say()
@@ -115,7 +160,7 @@ def test_the_table_has_a_row_per_pod_and_marks_surprises():
     found = demo.placements(FakeCoreV1(pods, events))
     table = demo.render_table(found, width=100)
     lines = table.splitlines()
-    assert lines[0].split()[:4] == ["POD", "SCHEDULER", "NODE", "WHY"]
+    assert lines[0].split()[:5] == ["POD", "SCHEDULER", "NODE", "PHASE", "WHY"]
     assert all(len(line) <= 100 for line in lines if line.startswith("      "))
     for demo_pod in demo.all_demo_pods():
         assert any(line[2:].startswith(demo_pod.name + " ") for line in lines), demo_pod.name

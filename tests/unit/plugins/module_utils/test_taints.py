@@ -154,14 +154,19 @@ class TestTolerations:
     def test_tolerates_like_upstream(self, toleration, taint, expected):
         assert tolerates(toleration, taint) is expected
 
-    def test_eviction_delay(self):
+    def test_eviction_delay_uses_the_first_matching_toleration_as_the_controller_does(self):
+        # tests/integration/kubesched/test_kubesched_controllers.py checks these against the
+        # taint eviction controller itself.
         taint = {"key": "drain", "effect": "NoExecute"}
         pod = {"spec": {"tolerations": []}}
         assert eviction_delay(pod, taint) == 0
-        pod["spec"]["tolerations"] = [{"key": "drain", "operator": "Exists", "tolerationSeconds": 300},
+        pod["spec"]["tolerations"] = [{"key": "other", "operator": "Exists"},
+                                      {"key": "drain", "operator": "Exists", "tolerationSeconds": 300},
                                       {"operator": "Exists", "tolerationSeconds": 60}]
-        assert eviction_delay(pod, taint) == 60
+        assert eviction_delay(pod, taint) == 300
         pod["spec"]["tolerations"].append({"key": "drain", "operator": "Exists"})
+        assert eviction_delay(pod, taint) == 300
+        pod["spec"]["tolerations"].insert(0, {"key": "drain", "operator": "Exists"})
         assert eviction_delay(pod, taint) is None
         assert eviction_delay({"spec": {"tolerations": [{"operator": "Exists", "tolerationSeconds": -5}]}}, taint) == 0
 
@@ -176,13 +181,14 @@ class TestEvictionPreview:
             self.pod("plain"),
             self.pod("tolerant", [{"key": "drain", "operator": "Exists", "effect": "NoExecute"}]),
             self.pod("brief", [{"key": "drain", "operator": "Exists", "tolerationSeconds": 30}]),
-            self.pod("done", phase="Succeeded"),
+            self.pod("done", phase="Succeeded"),  # the controller deletes finished pods too
             self.pod("other-ns", namespace="a"),
         ]
         preview = eviction_preview("n1", [BLUE], [BLUE, DRAIN], pods)
         assert preview == [{"node": "n1", "taint": "drain:NoExecute", "pods": [
             {"namespace": "a", "name": "other-ns", "evicted_after_seconds": 0},
             {"namespace": "default", "name": "brief", "evicted_after_seconds": 30},
+            {"namespace": "default", "name": "done", "evicted_after_seconds": 0},
             {"namespace": "default", "name": "plain", "evicted_after_seconds": 0},
         ]}]
 
