@@ -386,7 +386,7 @@ class _Run:
                     raise AllocationError(f"{label}: asks for all devices, but resource pool {pool.id} is currently "
                                           "invalid")
                 for s in pool.slices:
-                    for di, _ in enumerate(_spec(s).get("devices") or ()):
+                    for di, _unused in enumerate(_spec(s).get("devices") or ()):
                         if self._selectable(req, ci, s, di, claim):
                             req.all_devices.append((pool, s, di))
             req.num_devices = len(req.all_devices)

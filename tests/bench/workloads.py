@@ -155,6 +155,8 @@ def _dra_objects(nodes: list[str], namespace: str) -> list[tuple[str, dict]]:
     return ([(f"{DRA_API}/deviceclasses", device_class(DRA_CLASS))]
             + [(f"{DRA_API}/resourceslices", gpu_slice(node, DRA_DEVICES_PER_NODE)) for node in nodes]
             + [(f"{DRA_API}/namespaces/{namespace}/resourceclaimtemplates", template)])
+
+
 # SchedulingCSIPVs (scheduler_perf): every pod mounts its own claim, bound to a CSI PV of
 # ebs.csi.aws.com (pv-csi.yaml, pvc.yaml), on nodes whose CSINode allows 39 such volumes, so
 # VolumeBinding checks a bound claim and NodeVolumeLimits counts attachments per node.

@@ -151,8 +151,12 @@ def test_preemptor_waits_on_its_nominated_node_while_victims_terminate(either_sc
     core_v1.create_namespaced_pod(namespace, pod_manifest(
         "preemptor", schedulerName=scheduler, priorityClassName=classes["high"], containers=[container("1500m")]),
         _preload_content=False)
-    nominated = wait_for(lambda: (lambda p: p if p["status"].get("nominatedNodeName") else None)(
-        read(core_v1.read_namespaced_pod, "preemptor", namespace)), 20, what="the preemptor's nominatedNodeName")
+
+    def preemptor_if_nominated():
+        pod = read(core_v1.read_namespaced_pod, "preemptor", namespace)
+        return pod if pod["status"].get("nominatedNodeName") else None
+
+    nominated = wait_for(preemptor_if_nominated, 20, what="the preemptor's nominatedNodeName")
     assert nominated["status"]["nominatedNodeName"] == node
     assert not nominated["spec"].get("nodeName"), "bound while both victims still terminate"
     victims = [read(core_v1.read_namespaced_pod, name, namespace) for name in ("victim-a", "victim-b")]

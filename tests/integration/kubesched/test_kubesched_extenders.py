@@ -151,7 +151,7 @@ def test_extender_filters_prioritizes_and_binds_over_tls_as_kube_scheduler_does(
     names = {}
     for part in ("alpha", "bravo", "charlie", "delta"):
         [names[part]] = set_taints(core_v1, nodes(1, prefix=f"x{uuid.uuid4().hex[:4]}-{part}-", zones=0,
-                                                     labels={"extender-test": "yes", "part": part}))
+                                                  labels={"extender-test": "yes", "part": part}))
     cert, key, ca = lab_ca_signed_cert(lab_kubeconfig, tmp_path)
     url, log = extender_process("--reject", "bravo=blocked by the test extender",
                                 "--unresolvable", "charlie=never on charlie", "--score", "delta=10",

@@ -60,7 +60,7 @@ def test_the_example_plugin_installed_with_pip_is_enabled_by_name(
     for part, labels in (("maint", {"example.com/maintenance": "true", "rank": "100"}),
                          ("high", {"rank": "80"}), ("low", {"rank": "20"})):
         [names[part]] = set_taints(core_v1, nodes(1, prefix=f"{prefix}{part}-", zones=0,
-                                                     labels={**labels, "part": part}))
+                                                  labels={**labels, "part": part}))
     scheduler = f"example-{uuid.uuid4().hex[:4]}"
     config = {"profiles": [{"schedulerName": scheduler,
                             "plugins": {"multiPoint": {"enabled": [{"name": "Maintenance", "weight": 5}]}},

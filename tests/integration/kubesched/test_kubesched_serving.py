@@ -54,8 +54,7 @@ def test_metrics_need_a_client_certificate_signed_by_the_client_ca(run_kubesched
 
 
 def test_explain_shows_every_node_and_the_scores(kubesched_cli, nodes, core_v1, namespace, tmp_path, lab_kubeconfig):
-    tainted = nodes(1, prefix="ex-tainted-", taints=[{"key": "dedicated", "value": "db",
-                                                                       "effect": "NoSchedule"}])[0]
+    tainted = nodes(1, prefix="ex-tainted-", taints=[{"key": "dedicated", "value": "db", "effect": "NoSchedule"}])[0]
     small, big = nodes(1, prefix="ex-small-", cpu="1") + nodes(1, prefix="ex-big-", cpu="8")
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     core_v1.create_namespaced_pod(namespace, pod_manifest("pending", schedulerName=name, containers=[

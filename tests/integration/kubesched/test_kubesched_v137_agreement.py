@@ -155,7 +155,7 @@ def test_a_node_the_pod_cannot_use_does_not_retry_it(run_scheduler, nodes, core_
         time.sleep(4)  # past the pod's 1s backoff: a retry would have rewritten "0/1" as "0/2"
         after = message()
         [ssd] = set_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-c-",
-                                             labels={"disk": f"ssd-{tag}"}))
+                                          labels={"disk": f"ssd-{tag}"}))
         bound = wait_for(lambda n=name: read_pod(core_v1, namespace, n)["spec"].get("nodeName"), 30,
                          what=f"{kind}: {name} bound on the matching node")
         outcomes[kind] = (before.split(":")[0], after == before, bound == ssd)

@@ -29,8 +29,6 @@ def read(call, *args) -> dict:
     return json.loads(call(*args, _preload_content=False).data)
 
 
-
-
 def test_pod_is_created_and_read_back(core_v1, namespace):
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"},
            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
@@ -123,8 +121,12 @@ def test_a_bound_pod_runs_and_a_deleted_one_terminates_for_its_grace_period(core
     core_v1.create_namespaced_pod_binding("p", namespace, {"metadata": {"name": "p"},
                                                            "target": {"kind": "Node", "name": node}},
                                           _preload_content=False)
-    running = poll(lambda: (lambda p: p if p["status"].get("phase") == "Running" else None)(
-        read(core_v1.read_namespaced_pod, "p", namespace)), 20, "kwok to run the bound pod")
+
+    def pod_if_running():
+        pod = read(core_v1.read_namespaced_pod, "p", namespace)
+        return pod if pod["status"].get("phase") == "Running" else None
+
+    running = poll(pod_if_running, 20, "kwok to run the bound pod")
     assert running["spec"]["nodeName"] == node
     assert running["status"]["containerStatuses"][0]["state"]["running"]
     assert [c["status"] for c in running["status"]["conditions"] if c["type"] == "Ready"] == ["True"]

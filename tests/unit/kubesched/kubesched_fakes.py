@@ -184,7 +184,7 @@ class FakePreemption:
         n = self.handle.snapshot().num_nodes()
         # No candidate: clear any earlier nomination, as DefaultPreemption does.
         return "", Status(Code.UNSCHEDULABLE,
-                            f"preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod.")
+                          f"preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod.")
 
 
 FAKE_REGISTRY = {cls.name: cls for cls in (FakeSort, FakeGates, FakeLabelFilter, FakeCpuFit, FakeScore,

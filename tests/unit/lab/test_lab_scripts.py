@@ -115,7 +115,7 @@ def test_status_when_not_running_says_how_to_start(tmp_path):
 
 
 def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
+    sockets = [socket.socket() for _unused in range(count)]
     try:
         for sock in sockets:
             sock.bind(("127.0.0.1", 0))
@@ -252,7 +252,7 @@ def test_a_taken_controller_port_is_named_with_its_variable(stub_lab, component,
 
 def test_private_lab_ports_default_to_the_api_port_plus_three_and_four(stub_lab):
     env = {k: v for k, v in stub_lab.items() if k not in ("LAB_KCM_PORT", "LAB_KWOK_PORT")}
-    for _ in range(20):
+    for _unused in range(20):
         api = free_ports(1)[0]
         if api + 4 < 65536 and all(free_port_is(api + offset) for offset in (3, 4)):
             break

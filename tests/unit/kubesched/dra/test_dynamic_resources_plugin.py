@@ -124,13 +124,13 @@ def test_malformed_cel_is_an_error_status_naming_the_class():
 def test_reserved_device_is_not_given_to_the_next_pod_and_unreserve_frees_it():
     p = plugin([claim("a", uid="ua"), claim("b", uid="ub")], [gpu_slice("n1", 1)])
     first, second = pod("p1", (("gpu", "a"),)), pod("p2", (("gpu", "b"),))
-    state1, _ = cycle(p, first, [node("n1")])
+    state1, _unused = cycle(p, first, [node("n1")])
     assert p.filter(state1, first, node("n1")) is None
     assert p.reserve(state1, first, "n1") is None
-    state2, _ = cycle(p, second, [node("n1")])
+    state2, _unused = cycle(p, second, [node("n1")])
     assert p.filter(state2, second, node("n1")).reasons == ["cannot allocate all claims"]
     p.unreserve(state1, first, "n1")
-    state3, _ = cycle(p, second, [node("n1")])
+    state3, _unused = cycle(p, second, [node("n1")])
     assert p.filter(state3, second, node("n1")) is None
 
 
@@ -138,7 +138,7 @@ def test_pre_bind_writes_finalizer_allocation_and_reservation():
     client = RecordingClient()
     p = plugin([claim()], [gpu_slice("n1", 2)], client=client)
     the_pod = pod()
-    state, _ = cycle(p, the_pod, [node("n1")])
+    state, _unused = cycle(p, the_pod, [node("n1")])
     p.filter(state, the_pod, node("n1"))
     p.reserve(state, the_pod, "n1")
     assert p.pre_bind(state, the_pod, "n1") is None
@@ -157,7 +157,7 @@ def test_pre_bind_writes_finalizer_allocation_and_reservation():
 def test_failed_pre_bind_leaves_no_allocation_behind():
     p = plugin([claim()], [gpu_slice("n1", 1)], client=RecordingClient(fail_status_update=True))
     the_pod = pod()
-    state, _ = cycle(p, the_pod, [node("n1")])
+    state, _unused = cycle(p, the_pod, [node("n1")])
     p.filter(state, the_pod, node("n1"))
     p.reserve(state, the_pod, "n1")
     status = p.pre_bind(state, the_pod, "n1")
@@ -176,7 +176,7 @@ def test_claim_allocated_elsewhere_and_reserved_only_for_this_pod_is_deallocated
     client = RecordingClient()
     p = plugin([allocated], [gpu_slice("n1", 1)], client=client)
     the_pod = pod()
-    state, _ = cycle(p, the_pod, [node("n1")])
+    state, _unused = cycle(p, the_pod, [node("n1")])
     assert p.filter(state, the_pod, node("n1")).reasons == ["resourceclaim not available on the node"]
     _node, status = p.post_filter(state, the_pod, {})
     assert (status.code, status.reasons) == (Code.UNSCHEDULABLE, ["deallocation of ResourceClaim completed"])
@@ -192,7 +192,7 @@ def test_score_prefers_the_earlier_subrequest():
     p = plugin([claim("claim", first_available)],
                [gpu_slice("n1", 1, models=("H100",)), gpu_slice("n2", 1, models=("A100",))])
     the_pod = pod()
-    state, _ = cycle(p, the_pod, [node("n1"), node("n2")])
+    state, _unused = cycle(p, the_pod, [node("n1"), node("n2")])
     p.filter(state, the_pod, node("n1"))
     p.filter(state, the_pod, node("n2"))
     assert p.pre_score(state, the_pod, []) is None
@@ -276,7 +276,7 @@ def test_device_taint_rule_taints_the_devices_it_selects():
         "deviceSelector": {"driver": DRIVER, "pool": "n1", "device": "gpu-0"},
         "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}
     the_pod = pod()
-    state, _ = cycle(p, the_pod, [node("n1")])
+    state, _unused = cycle(p, the_pod, [node("n1")])
     assert p.filter(state, the_pod, node("n1")) is None
     assert [r["device"] for r in state.get("DynamicResources").node_allocations["n1"][0]["devices"]["results"]] == [
         "gpu-1"]

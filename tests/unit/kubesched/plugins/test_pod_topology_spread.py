@@ -317,7 +317,6 @@ def test_counts_remembered_across_cycles_follow_every_node_change():
     assert agree(cluster({"node-a": [], "node-b": [F], "node-c": [F]}, zones)) == [{"z1": 1, "z2": 1}]
 
 
-
 def test_match_label_keys_narrow_the_selector_with_the_current_labels():
     # v1.37.1's filterTopologySpreadConstraints still merges matchLabelKeys whenever
     # MatchLabelKeysInPodTopologySpread is on, on top of the API server's merge at creation

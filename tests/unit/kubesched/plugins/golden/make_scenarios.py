@@ -446,6 +446,8 @@ def dra_scenario(seed: int) -> dict:
                        "spec": {"devices": devices}})
     return {"name": f"dra-{seed}", "nodes": nodes, "slices": slices, "classes": classes, "claims": claims,
             "allocated": [list(d) for d in allocated]}
+
+
 # --- volumes: VolumeBinding, VolumeZone, NodeVolumeLimits, VolumeRestrictions ----------------
 
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
