@@ -227,9 +227,24 @@ class NodeSet:
         self.current = None
 
 
+# How long kwok may still act on pods that are gone. On a full lab kwok runs the pods bound
+# to its nodes, and its delete of a pod it saw terminating is by name: one that lands after
+# the next run created a pod of the same name deleted that new pod (seen: a whole run of 50
+# pods deleted as they were created). Waiting out kwok's queue after the old pods are gone
+# keeps a run's pods its own.
+KWOK_SETTLE_S = 3.0
+
+
 def delete_pods(cluster: Cluster, namespace: str) -> None:
-    """Delete every pod of the namespace; with no kubelet, grace period 0 removes them at once."""
-    cluster.delete_all(f"/api/v1/namespaces/{namespace}/pods")
+    """Delete every pod of the namespace, wait until none is left and kwok has settled."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    if cluster.delete_all(path):
+        deadline = time.monotonic() + 60
+        while cluster.list_names(path):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{path}: pods still present 60 s after their deletion")
+            time.sleep(0.2)
+        time.sleep(KWOK_SETTLE_S)
     # Events pile up at one or two per pod; dropping them keeps etcd small between runs.
     cluster.delete_all(f"/api/v1/namespaces/{namespace}/events")
 
@@ -275,8 +290,11 @@ def remove_cluster_objects(cluster: Cluster, namespace: str) -> None:
     cluster.delete_all("/api/v1/nodes", selector)
     cluster.delete_all("/apis/scheduling.k8s.io/v1/priorityclasses", selector)
     remove_storage_objects(cluster, namespace)
+    # The namespace controller finalizes it; a bench started right after must not recreate it
+    # while that controller is still emptying the old one.
     cluster.request("DELETE", f"/api/v1/namespaces/{namespace}", ok=(200, 202, 404))
-    # No controller-manager runs in the lab, so finalize the namespace ourselves.
-    finalize = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace},
-                "spec": {"finalizers": []}}
-    cluster.request("PUT", f"/api/v1/namespaces/{namespace}/finalize", finalize, ok=(200, 404, 409))
+    deadline = time.monotonic() + 60
+    while namespace in cluster.list_names("/api/v1/namespaces"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"namespace {namespace} still present 60 s after its deletion")
+        time.sleep(0.2)

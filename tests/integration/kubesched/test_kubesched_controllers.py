@@ -159,8 +159,14 @@ def test_preemptor_waits_on_its_nominated_node_while_victims_terminate(either_sc
     nominated = wait_for(preemptor_if_nominated, 20, what="the preemptor's nominatedNodeName")
     assert nominated["status"]["nominatedNodeName"] == node
     assert not nominated["spec"].get("nodeName"), "bound while both victims still terminate"
-    victims = [read(core_v1.read_namespaced_pod, name, namespace) for name in ("victim-a", "victim-b")]
-    assert all(v["metadata"].get("deletionTimestamp") for v in victims), "both victims are being deleted"
+    # kube-scheduler's preemption is asynchronous (v1.37): the nomination can be visible a
+    # moment before the victims' deletions are, so the deletions are waited for.
+
+    def victims_deleting():
+        victims = [read(core_v1.read_namespaced_pod, name, namespace) for name in ("victim-a", "victim-b")]
+        return victims if all(v["metadata"].get("deletionTimestamp") for v in victims) else None
+
+    victims = wait_for(victims_deleting, 10, what="both victims being deleted")
     assert all(v["metadata"]["deletionGracePeriodSeconds"] == 5 for v in victims), "with their own grace period"
     for victim in victims:
         disruption = [c for c in victim["status"].get("conditions") or [] if c["type"] == "DisruptionTarget"]

@@ -51,22 +51,6 @@ def both_schedulers(run_kubesched, lab_kubeconfig, tmp_path):
     log.close()
 
 
-@pytest.fixture(scope="module")
-def resourceclaim_controller(lab_kubeconfig, tmp_path_factory):
-    """kube-controller-manager's resourceclaim controller, which makes claims from templates.
-    Leader-elected, so a lab that runs its own kube-controller-manager keeps the lead."""
-    workdir = tmp_path_factory.mktemp("kcm")
-    binary = os.path.join(os.path.dirname(KUBE_SCHEDULER), "kube-controller-manager")
-    log = open(workdir / "kube-controller-manager.log", "w")
-    proc = subprocess.Popen([binary, "--kubeconfig", lab_kubeconfig, "--controllers", "resourceclaim-controller",
-                             "--secure-port", str(free_port()), "--bind-address", "127.0.0.1", "-v=2"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    yield proc
-    proc.terminate()
-    proc.wait(timeout=30)
-    log.close()
-
-
 class Run:
     """One scheduler's run of a scenario: its nodes, slices, class, namespace and pods."""
 
@@ -286,7 +270,8 @@ def test_one_gpu_by_class_lands_where_the_driver_published_devices(runs):
     assert agree(runs, scenario) == {"p": {"node": "gpu", "message": ""}, "devices": ["gpu/gpu-0:gpu"]}
 
 
-def test_one_gpu_from_a_claim_template(runs, resourceclaim_controller):
+def test_one_gpu_from_a_claim_template(runs):
+    # The lab's kube-controller-manager runs the resourceclaim controller that makes the claim.
     def scenario(run):
         run.make_nodes("plain", "gpu")
         run.publish("gpu")
