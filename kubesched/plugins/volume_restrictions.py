@@ -13,6 +13,7 @@ from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.plugins.helper.volumes import pod_mounts_claim
 from kubesched.plugins.volume_binding import SKIP, volume_objects
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
@@ -137,9 +138,4 @@ class VolumeRestrictions:
 
 
 def _after_claim_added(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
-    pod = pod_info.raw
-    meta = (new or {}).get("metadata") or {}
-    if meta.get("namespace") != (pod.get("metadata") or {}).get("namespace"):
-        return False
-    return any((v.get("persistentVolumeClaim") or {}).get("claimName") == meta.get("name")
-               for v in (pod.get("spec") or {}).get("volumes") or () if v.get("persistentVolumeClaim") is not None)
+    return pod_mounts_claim(pod_info, new)

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper.volumes import WAIT_FOR_FIRST_CONSUMER, claim_class
+from kubesched.plugins.helper.volumes import WAIT_FOR_FIRST_CONSUMER, claim_class, pod_mounts_claim
 from kubesched.plugins.volume_binding import SKIP, volume_objects
 
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
@@ -133,12 +133,7 @@ def _after_storage_class_added(pod_info: PodInfo, old: dict | None, new: dict | 
 
 
 def _after_claim_change(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
-    pod = pod_info.raw
-    meta = (new or {}).get("metadata") or {}
-    if meta.get("namespace") != (pod.get("metadata") or {}).get("namespace"):
-        return False
-    return any((v.get("persistentVolumeClaim") or {}).get("claimName") == meta.get("name")
-               for v in (pod.get("spec") or {}).get("volumes") or () if v.get("persistentVolumeClaim") is not None)
+    return pod_mounts_claim(pod_info, new)
 
 
 def _after_pv_change(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:

@@ -36,6 +36,16 @@ def pod_claim_volumes(pod: Any) -> Iterator[tuple[str, bool]]:
             yield f"{pod.name}-{volume.get('name', '')}", True
 
 
+def pod_mounts_claim(pod: Any, claim: dict | None) -> bool:
+    """Whether claim is one the pod names in a persistentVolumeClaim volume (same namespace
+    and name): the QueueingHint of plugins that a claim's arrival may unblock."""
+    meta = _meta(claim or {})
+    if meta.get("namespace") != _meta(pod.raw).get("namespace"):
+        return False
+    return any((v.get("persistentVolumeClaim") or {}).get("claimName") == meta.get("name")
+               for v in _spec(pod.raw).get("volumes") or () if v.get("persistentVolumeClaim") is not None)
+
+
 def claim_class(pvc: dict) -> str:
     """GetPersistentVolumeClaimClass: the beta annotation, else spec.storageClassName, else ""."""
     annotations = _meta(pvc).get("annotations") or {}

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.private_lab import free_ports
+
 ROOT = Path(__file__).resolve().parents[3]
 
 # One stub for every command lab.sh runs. It appends {"name", "argv"} to $STUB_RECORD, then:
@@ -112,17 +114,6 @@ def test_status_when_not_running_says_how_to_start(tmp_path):
     result = run("lab.sh", "status", env={"LAB_DIR": str(tmp_path / "nolab"), "LAB_API_PORT": "1"})
     assert result.returncode == 3
     assert "not running" in result.stdout and "make lab-up" in result.stdout
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _unused in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 @pytest.fixture
