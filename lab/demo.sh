@@ -2,7 +2,8 @@
 # The main job on the local lab (make demo / make demo-down):
 #   demo.sh up     kwok nodes, 3 container masters, site.yml for the default scheduler and for
 #                  my-scheduler, workloads (not-ready node, dedicated nodes, preemption,
-#                  the second scheduler), a Deployment and a DaemonSet, and a table of where each pod landed,
+#                  the second scheduler), a Deployment, a DaemonSet and a StatefulSet on local PVs (its own
+#                  table: replica, node, PV), and a table of where each pod landed,
 #                  whether it runs, and why. Safe to run again.
 #   demo.sh down   remove the containers and every demo object from the lab API server.
 # Needs the lab API server (make lab-up), Docker and the base image (make setup).
@@ -127,11 +128,15 @@ up() {
   demo_py workloads
   log "S2: the node's kubelet reports Ready (kwok); the node lifecycle controller lifts the not-ready taint"
   demo_py become-ready demo-node-notready-0
+  log "S10: a StatefulSet of 3 replicas; its claims ask a WaitForFirstConsumer class with a local PV on demo-node-0..2"
+  demo_py stateful
   demo_py wait
 
   log "where each pod landed, and why"
   local verdict=0
   demo_py table || verdict=$?
+  log "S10: each replica, its node and the PV its claim is bound to"
+  demo_py stateful-table || verdict=$?
 
   printf '\ndemo: timings\n'
   printf '  %s\n' "${SITE_RUNS[@]}"
@@ -155,6 +160,7 @@ down() {
   echo "demo: containers removed (the schedulers ran inside them)"
   if [ -s "$KUBECONFIG_ADMIN" ] && bash "$ROOT/lab/lab.sh" status >/dev/null 2>&1; then
     demo_py delete-workloads
+    demo_py delete-stateful
     demo_py remove-namespaces kubesched-verify
     demo_py delete-nodes --prefix demo-node-
     ansible-playbook -i "$INVENTORY" "$ROOT/playbooks/demo-down.yml"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -25,7 +24,9 @@ import pytest
 import yaml
 from kubesched_lab import API_VERSION, ROOT, events_for, free_port, set_taints, wait_for
 
-KUBE_SCHEDULER = Path(os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler"))
+from lab.binaries import binary
+
+KUBE_SCHEDULER = Path(binary("kube-scheduler"))
 EXTENDER = Path(__file__).resolve().parent / "extender_server.py"
 PAUSE = "registry.k8s.io/pause:3.10"
 SCHEDULERS = ("kube-scheduler", "kubesched")

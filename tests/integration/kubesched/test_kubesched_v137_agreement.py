@@ -21,7 +21,9 @@ import yaml
 from kubernetes import client
 from kubesched_lab import API_VERSION, pod_manifest, set_taints, wait_for
 
-KUBE_SCHEDULER = os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler")
+from lab.binaries import binary
+
+KUBE_SCHEDULER = binary("kube-scheduler")
 SCHEDULERS = ("kube-scheduler", "kubesched")
 
 

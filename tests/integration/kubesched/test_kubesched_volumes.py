@@ -17,7 +17,9 @@ from kubesched_lab import set_taints, wait_for
 from placement_agreement import outcome
 from volume_provisioner import LabProvisioner
 
-KUBE_SCHEDULER = os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler")
+from lab.binaries import binary
+
+KUBE_SCHEDULER = binary("kube-scheduler")
 PAUSE = "registry.k8s.io/pause:3.10"
 PROVISIONER = "kubesched.io/lab-provisioner"
 NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
