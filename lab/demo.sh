@@ -149,7 +149,8 @@ up() {
 
   printf '\ndemo: timings\n'
   printf '  %s\n' "${SITE_RUNS[@]}"
-  [ "$verdict" = 0 ] && [ "$stateful_verdict" = 0 ] || die "the placements above are not what the scenarios say (rows marked !). The schedulers' logs:
+  [ "$verdict" != 0 ] || verdict=$stateful_verdict
+  [ "$verdict" = 0 ] || die "the placements above are not what the scenarios say (rows marked !). The schedulers' logs:
   docker exec ${CONTAINER_PREFIX}master1 journalctl -u kube-scheduler -u my-scheduler
 Tear the demo down with 'make demo-down'."
   cat <<MSG
