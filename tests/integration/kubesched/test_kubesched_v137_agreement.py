@@ -247,8 +247,8 @@ def _spread_scenario(tag: str) -> tuple[dict, dict]:
     return {key: "a"}, {"pending": pending, "placed_labels": labels, "relevant": "delete"}
 
 
-@pytest.mark.parametrize("scenario", [_affinity_scenario, _spread_scenario], ids=["InterPodAffinity",
-                                                                                 "PodTopologySpread"])
+@pytest.mark.parametrize("scenario", [_affinity_scenario, _spread_scenario],
+                         ids=["InterPodAffinity", "PodTopologySpread"])
 def test_queueing_hints_skip_an_unrelated_node_and_queue_the_relevant_pod_event(scenario, run_scheduler, nodes,
                                                                                 core_v1, namespace):
     """The plugin that rejected the pod gets a node added without its topology key: its

@@ -251,8 +251,8 @@ def test_generic_ephemeral_volume_is_provisioned_for_its_pod(scheduler, nodes, c
     assert provisioner.created == {f"{namespace}/scratch-user-scratch": where["scratch-user"]}
 
 
-def test_in_tree_inline_volumes_count_against_the_migrated_csi_drivers_limit(scheduler, nodes, core_v1, api_client,
-                                                                              namespace):
+def test_in_tree_inline_volumes_count_against_the_migrated_csi_drivers_limit(
+        scheduler, nodes, core_v1, api_client, namespace):
     """An awsElasticBlockStore inline volume counts as ebs.csi.aws.com's (csi-translation-lib):
     the node's CSINode allows one such volume, which a running pod holds, and the other node's
     allows none. A pod with another EBS volume fits nowhere; one with the very volume the

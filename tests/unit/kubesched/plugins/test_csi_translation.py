@@ -109,8 +109,8 @@ def test_which_volumes_are_migratable(volume, plugin):
 
 def test_migration_is_counted_with_any_csinode_and_checked_for_binding_only_when_annotated():
     bare = {"metadata": {"name": "n"}}
-    annotated = {"metadata": {"name": "n", "annotations": {csi.MIGRATED_PLUGINS_ANNOTATION:
-                                                            "kubernetes.io/gce-pd,kubernetes.io/aws-ebs"}}}
+    migrated = "kubernetes.io/gce-pd,kubernetes.io/aws-ebs"
+    annotated = {"metadata": {"name": "n", "annotations": {csi.MIGRATED_PLUGINS_ANNOTATION: migrated}}}
     assert not csi.migration_counted(EBS, None)
     assert csi.migration_counted(EBS, bare)
     assert not csi.migration_counted(csi.plugin_by_name("kubernetes.io/vsphere-volume"), bare)
