@@ -22,6 +22,7 @@ from typing import Any
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.csi_translation import (
+    IN_TREE_SOURCE_KEYS,
     TranslationError,
     inline_driver_and_handle,
     migration_counted,
@@ -34,6 +35,8 @@ from kubesched.plugins.helper.volumes import claim_class, volume_is_for_pod
 from kubesched.plugins.volume_binding import SKIP, volume_objects
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+# The volume sources this plugin counts: claims, generic ephemeral volumes, migrated in-tree ones.
+_COUNTED_SOURCES = IN_TREE_SOURCE_KEYS | {"persistentVolumeClaim", "ephemeral"}
 
 
 class _LookupError(Exception):
@@ -64,10 +67,11 @@ class NodeVolumeLimits:
         ]
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
-        for volume in (pod.raw.get("spec") or {}).get("volumes") or ():
-            if "persistentVolumeClaim" in volume or "ephemeral" in volume or plugin_of_volume(volume) is not None:
-                return None, None
-        return None, SKIP  # hot path: nothing this plugin counts
+        for volume in (pod.raw.get("spec") or {}).get("volumes") or ():  # hot path: most pods mount a token
+            for key in volume:
+                if key in _COUNTED_SOURCES:
+                    return None, None
+        return None, SKIP  # nothing this plugin counts
 
     def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
         csi_node = self.volumes.csi_node(node_info.name)

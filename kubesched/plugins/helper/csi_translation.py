@@ -105,17 +105,27 @@ IN_TREE_PLUGINS = (
                  lambda source, labels: "", lambda source, labels: "", migration_on=False),
 )
 _BY_PLUGIN_NAME = {p.plugin_name: p for p in IN_TREE_PLUGINS}
+_BY_SOURCE_KEY = {p.source_key: p for p in IN_TREE_PLUGINS}
+# The volume source keys of in-tree plugins: a pod volume with none of them is not migratable.
+IN_TREE_SOURCE_KEYS = frozenset(_BY_SOURCE_KEY)
+
+
+def _plugin_of_source(source: dict) -> InTreePlugin | None:
+    # Hot path: every pod's volumes (configMap, secret, projected token...) pass here; one
+    # set test turns away all that are no in-tree source.
+    if IN_TREE_SOURCE_KEYS.isdisjoint(source):
+        return None
+    return next((p for key, p in _BY_SOURCE_KEY.items() if source.get(key) is not None), None)
 
 
 def plugin_of_pv(pv: dict) -> InTreePlugin | None:
     """The in-tree plugin of a PV's source (IsPVMigratable / GetInTreePluginNameFromSpec)."""
-    spec = pv.get("spec") or {}
-    return next((p for p in IN_TREE_PLUGINS if spec.get(p.source_key) is not None), None)
+    return _plugin_of_source(pv.get("spec") or {})
 
 
 def plugin_of_volume(volume: dict) -> InTreePlugin | None:
     """The in-tree plugin of a pod's inline volume (IsInlineMigratable)."""
-    return next((p for p in IN_TREE_PLUGINS if volume.get(p.source_key) is not None), None)
+    return _plugin_of_source(volume)
 
 
 def plugin_by_name(name: str) -> InTreePlugin | None:
