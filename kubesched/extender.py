@@ -182,6 +182,7 @@ class HTTPExtender:
             if cfg.tls_config is not None and cfg.tls_config.server_name:
                 pool_args["server_hostname"] = cfg.tls_config.server_name
         self.pool = urllib3.PoolManager(num_pools=2, **pool_args)
+        self.sends_client_cert = bool(cfg.tls_config and (cfg.tls_config.cert_file or cfg.tls_config.cert_data))
 
     def name(self) -> str:
         return self.url_prefix
@@ -305,7 +306,7 @@ class HTTPExtender:
                                      headers={"Content-Type": "application/json"},
                                      timeout=urllib3.Timeout(total=self.timeout), preload_content=False)
         except urllib3.exceptions.HTTPError as err:
-            raise ExtenderError(f"Post {json.dumps(url)}: {_transport_error(err, url)}") from None
+            raise ExtenderError(f"Post {json.dumps(url)}: {_transport_error(err, url, self.sends_client_cert)}") from None
         try:
             if resp.status != 200:
                 raise ExtenderError(f"failed {action} with extender at URL {url}, code {resp.status}")
@@ -323,7 +324,42 @@ def _messages(failed: Any) -> dict[str, str]:
     return {str(k): v if isinstance(v, str) else str(v) for k, v in (failed or {}).items()}
 
 
-def _transport_error(err: BaseException, url: str) -> str:
+# OpenSSL's reasons for the TLS alerts an extender may send, as Go's crypto/tls names them
+# ("remote error: tls: <alert>").
+_TLS_ALERTS = {
+    "TLSV13_ALERT_CERTIFICATE_REQUIRED": "certificate required",
+    "TLSV1_ALERT_UNKNOWN_CA": "unknown certificate authority",
+    "SSLV3_ALERT_BAD_CERTIFICATE": "bad certificate",
+    "SSLV3_ALERT_CERTIFICATE_EXPIRED": "expired certificate",
+    "SSLV3_ALERT_HANDSHAKE_FAILURE": "handshake failure",
+    "TLSV1_ALERT_ACCESS_DENIED": "access denied",
+}
+# OpenSSL's verify codes for a server certificate no configured CA signed: Go's x509.UnknownAuthorityError.
+_UNKNOWN_AUTHORITY_CODES = {2, 18, 19, 20, 21}
+
+
+def _tls_error(cause: BaseException, sends_client_cert: bool) -> str:
+    """A failed TLS round trip in Go's words where Go's are known, else one that says what to check."""
+    while not isinstance(cause, ssl.SSLError):  # urllib3 wraps the ssl module's error
+        inner = cause.__cause__ or next((a for a in cause.args if isinstance(a, BaseException)), None)
+        if inner is None:
+            break
+        cause = inner
+    if isinstance(cause, ssl.SSLCertVerificationError) and cause.verify_code in _UNKNOWN_AUTHORITY_CODES:
+        return "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+    alert = _TLS_ALERTS.get(getattr(cause, "reason", None) or "")
+    if alert:
+        return f"remote error: tls: {alert}"
+    if isinstance(cause, (ssl.SSLEOFError, ConnectionResetError)) or "EOF occurred" in str(cause):
+        # An extender that refuses the client's certificate (or its absence) alerts and closes;
+        # Python's client often meets the close before it reads the alert.
+        hint = ("is tlsConfig.certFile signed by a CA the extender trusts?" if sends_client_cert
+                else "if it requires a client certificate, set tlsConfig.certFile and keyFile")
+        return f"tls: the extender closed the connection during the TLS exchange ({hint})"
+    return f"tls: {cause}"
+
+
+def _transport_error(err: BaseException, url: str, sends_client_cert: bool = False) -> str:
     """How Go's http.Client words a failed round trip."""
     cause = getattr(err, "reason", None) or err
     parsed = urllib3.util.parse_url(url)
@@ -334,7 +370,7 @@ def _transport_error(err: BaseException, url: str) -> str:
     if isinstance(cause, (urllib3.exceptions.TimeoutError, TimeoutError)) or "timed out" in str(cause):
         return "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
     if isinstance(cause, (urllib3.exceptions.SSLError, ssl.SSLError)):
-        return f"tls: {cause}"
+        return _tls_error(cause, sends_client_cert)
     if isinstance(cause, urllib3.exceptions.ProtocolError):
         return "EOF"
     return str(cause)

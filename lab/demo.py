@@ -11,6 +11,10 @@
     python lab/demo.py wait                                  until each demo pod is where its scenario says
     python lab/demo.py table                                 where each demo pod landed, and why
     python lab/demo.py delete-workloads                      remove the demo's namespaces
+    python lab/demo.py stateful                              S10: local PVs on demo-node-0..2 and a StatefulSet
+                                                             of 3 replicas claiming them, afresh
+    python lab/demo.py stateful-table                        replica -> node -> PV, once each replica runs
+    python lab/demo.py delete-stateful                       its namespace, PVs and StorageClass
     python lab/demo.py remove-namespaces NS...               delete namespaces (their pods at once)
 
 The kubeconfig defaults to $LAB_DIR/admin.kubeconfig (LAB_DIR defaults to .lab), as lab/lab.sh writes it.
@@ -25,6 +29,7 @@ import textwrap
 import time
 from dataclasses import dataclass
 
+from lab import demo_stateful
 from lab.fake_nodes import (
     NOT_READY_ANNOTATION,
     NodesNotReady,
@@ -108,7 +113,7 @@ def cmd_delete_nodes(core_v1, args) -> int:
 # controller taint it not-ready) until its kubelet recovers in the not-ready step. 4 CPU each; kwok runs the
 # pods bound to them.
 DEMO_NAMESPACES = {"demo-s2": "S2 the not-ready taint", "demo-s3": "S3 dedicated nodes",
-                   "demo-s5": "S5 priority and preemption", "demo-s6": "S6 a second scheduler",
+                   "demo-s5": "S5 priority and preemption", "demo-s6": "S6, S7 a second scheduler and its profiles",
                    "demo-apps": "Workloads: controllers make the pods, kwok runs them"}
 PAUSE = "registry.k8s.io/pause:3.10"
 HOSTNAME = "kubernetes.io/hostname"
@@ -524,6 +529,34 @@ def cmd_remove_namespaces(core_v1, args) -> int:
     return 0
 
 
+# S10 stateful workloads (lab/demo_stateful.py): a section of its own beside the table above.
+def cmd_stateful(core_v1, args) -> int:
+    recreate_namespace(core_v1, demo_stateful.NAMESPACE)
+    demo_stateful.create(core_v1)
+    print(f"stateful: StorageClass {demo_stateful.STORAGE_CLASS}, a local PV on each of "
+          f"{', '.join(demo_stateful.PV_NODES)}, StatefulSet {demo_stateful.NAMESPACE}/{demo_stateful.STATEFULSET} "
+          f"({demo_stateful.REPLICAS} replicas)")
+    return 0
+
+
+def cmd_stateful_table(core_v1, args) -> int:
+    found = demo_stateful.wait(core_v1, args.timeout)
+    print(demo_stateful.render(found))
+    problems = demo_stateful.problems(found)
+    if problems:
+        print("\ndemo: NOT as S10 says (rows marked !):\n  " + "\n  ".join(problems))
+        return 1
+    print("\ndemo: each replica runs on the node of the PV its claim is Bound to, one replica per node.")
+    return 0
+
+
+def cmd_delete_stateful(core_v1, args) -> int:
+    remove_namespace(core_v1, demo_stateful.NAMESPACE)
+    demo_stateful.delete_cluster_objects(core_v1)
+    print(f"stateful: deleted namespace {demo_stateful.NAMESPACE}, its PVs and StorageClass")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kubeconfig", default=default_kubeconfig())
@@ -549,6 +582,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("delete-workloads", help="delete the demo namespaces")
     p = sub.add_parser("remove-namespaces", help="delete namespaces, their pods at once")
     p.add_argument("names", nargs="+")
+    sub.add_parser("stateful", help="S10: local PVs and a StatefulSet claiming them, afresh")
+    p = sub.add_parser("stateful-table", help="replica -> node -> PV once each replica runs; exit 1 when S10 is not met")
+    p.add_argument("--timeout", type=float, default=90)
+    sub.add_parser("delete-stateful", help="delete the S10 namespace, PVs and StorageClass")
     args = parser.parse_args(argv)
     if not os.path.exists(args.kubeconfig):
         print(f"demo: {args.kubeconfig} does not exist; run 'make lab-up' first", file=sys.stderr)
@@ -557,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     handler = {"nodes": cmd_nodes, "become-ready": cmd_become_ready, "delete-nodes": cmd_delete_nodes, "workloads": cmd_workloads,
                "wait": cmd_wait, "table": cmd_table, "delete-workloads": cmd_delete_workloads,
-               "remove-namespaces": cmd_remove_namespaces}[args.command]
+               "remove-namespaces": cmd_remove_namespaces, "stateful": cmd_stateful,
+               "stateful-table": cmd_stateful_table, "delete-stateful": cmd_delete_stateful}[args.command]
     rc = handler(core_v1, args)
     if os.environ.get("DEMO_TIMING"):
         print(f"demo: {args.command} took {time.monotonic() - start:.1f} s")

@@ -100,6 +100,17 @@ run_site() {
   printf 'demo: %s\n' "${SITE_RUNS[-1]}"
 }
 
+# S10: a StatefulSet of 3 replicas whose claims ask a WaitForFirstConsumer class with a local
+# PV on each of demo-node-0..2 (lab/demo_stateful.py), and a table of replica -> node -> PV.
+stateful_workload() {
+  log "S10: a StatefulSet of 3 replicas; its claims ask a WaitForFirstConsumer class with a local PV on demo-node-0..2"
+  demo_py stateful
+}
+stateful_table() {
+  log "S10: each replica, its node and the PV its claim is bound to"
+  demo_py stateful-table
+}
+
 up() {
   preflight
   bash "$ROOT/lab/build-image.sh"
@@ -127,7 +138,10 @@ up() {
   demo_py workloads
   log "S2: the node's kubelet reports Ready (kwok); the node lifecycle controller lifts the not-ready taint"
   demo_py become-ready demo-node-notready-0
+  stateful_workload
   demo_py wait
+  local stateful_verdict=0
+  stateful_table || stateful_verdict=$?
 
   log "where each pod landed, and why"
   local verdict=0
@@ -135,6 +149,7 @@ up() {
 
   printf '\ndemo: timings\n'
   printf '  %s\n' "${SITE_RUNS[@]}"
+  [ "$verdict" != 0 ] || verdict=$stateful_verdict
   [ "$verdict" = 0 ] || die "the placements above are not what the scenarios say (rows marked !). The schedulers' logs:
   docker exec ${CONTAINER_PREFIX}master1 journalctl -u kube-scheduler -u my-scheduler
 Tear the demo down with 'make demo-down'."
@@ -156,6 +171,7 @@ down() {
   if [ -s "$KUBECONFIG_ADMIN" ] && bash "$ROOT/lab/lab.sh" status >/dev/null 2>&1; then
     demo_py delete-workloads
     demo_py remove-namespaces kubesched-verify
+    demo_py delete-stateful
     demo_py delete-nodes --prefix demo-node-
     ansible-playbook -i "$INVENTORY" "$ROOT/playbooks/demo-down.yml"
     echo "demo: down. The lab API server still runs; stop it with: $(lab_env)make lab-down"

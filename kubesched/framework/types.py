@@ -358,6 +358,19 @@ def parse_time(ts: str | None) -> float:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
+def host_ports_of(spec: dict) -> list[tuple[str, str, int]]:
+    """The (hostIP, protocol, hostPort) a pod spec holds on its node (util.GetHostPorts)."""
+    ports = []
+    # Only restartable (sidecar) init containers hold their ports for the pod's lifetime.
+    sidecars = [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
+    for container in sidecars + list(spec.get("containers") or ()):
+        for port in container.get("ports") or ():
+            host_port = port.get("hostPort") or 0
+            if host_port > 0:
+                ports.append((port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP", host_port))
+    return ports
+
+
 class PodInfo:
     """A pod, with the fields every cycle reads pre-computed once."""
 
@@ -404,16 +417,7 @@ class PodInfo:
         self.has_affinity = bool(pod_aff or anti)
         self.has_required_anti_affinity = bool(
             anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
-        ports = []
-        # Only restartable (sidecar) init containers hold their ports for the pod's lifetime.
-        sidecars = [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
-        for container in sidecars + list(spec.get("containers") or ()):
-            for port in container.get("ports") or ():
-                host_port = port.get("hostPort") or 0
-                if host_port > 0:
-                    ports.append((port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP",
-                                  host_port))
-        self.host_ports: list[tuple[str, str, int]] = ports
+        self.host_ports: list[tuple[str, str, int]] = host_ports_of(spec)
         self.topology_spread_constraints: list[dict] = spec.get("topologySpreadConstraints") or []
         self.scheduling_gates: list[dict] = spec.get("schedulingGates") or []
         self.images: list[str] = [c.get("image", "") for c in spec.get("containers") or ()]

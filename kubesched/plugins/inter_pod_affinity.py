@@ -111,6 +111,13 @@ def pod_matches_all_terms(terms: list[AffinityTerm], pod: PodInfo) -> bool:
     return True
 
 
+def pod_matches_any_term(terms: list[AffinityTerm], pod: PodInfo) -> bool:
+    for t in terms:
+        if t.matches(pod, None):
+            return True
+    return False
+
+
 def _add(counts: dict[tuple[str, str], int], node: NodeInfo, topology_key: str, value: int) -> None:
     topology_value = node.labels.get(topology_key)
     if topology_value is not None:
@@ -179,10 +186,71 @@ class InterPodAffinity:
                                          plugin=self.name)
 
     def events_to_register(self) -> list[ClusterEvent]:
+        # The pod's own label change always queues: a placed pod's anti-affinity may have
+        # matched its old labels only.
         return [ClusterEvent(EventResource.ASSIGNED_POD,
-                             ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+                             ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE,
+                             hint=self.is_schedulable_after_assigned_pod_change),
                 ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_LABEL),
-                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)]
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL,
+                             hint=self.is_schedulable_after_node_change)]
+
+    @staticmethod
+    def is_schedulable_after_assigned_pod_change(pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Queue when a placed pod now matches all of the pod's affinity terms (added, or
+        relabelled to match), no longer matches one of its anti-affinity terms (relabelled),
+        or, deleted, matched one of them or had an anti-affinity term the pod matches."""
+        original = None if old is None else PodInfo(old)
+        modified = None if new is None else PodInfo(new)
+        # A bind or a nomination arrives as an add or a delete, never as this update.
+        if any(p is not None and not p.node_name and not p.nominated_node_name for p in (original, modified)):
+            return False
+        terms = PodTerms.of(pod)
+        if terms.parse_error:
+            return True
+        if original is not None and modified is not None:
+            if not pod_matches_all_terms(terms.required_affinity, original) and \
+                    pod_matches_all_terms(terms.required_affinity, modified):
+                return True
+            return pod_matches_any_term(terms.required_anti_affinity, original) and \
+                not pod_matches_any_term(terms.required_anti_affinity, modified)
+        if modified is not None:
+            return pod_matches_all_terms(terms.required_affinity, modified)
+        if original is None:
+            return True
+        if pod_matches_any_term(terms.required_anti_affinity, original):
+            return True
+        deleted_terms = PodTerms.of(original)
+        return bool(deleted_terms.parse_error) or pod_matches_any_term(deleted_terms.required_anti_affinity, pod)
+
+    @staticmethod
+    def is_schedulable_after_node_change(pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Queue when a node gains a topology key of the pod's affinity or moves to another
+        domain of it; for anti-affinity, when any node is added or one loses the key or moves."""
+        if new is None:
+            return True
+        terms = PodTerms.of(pod)
+        if terms.parse_error:
+            return True
+        new_labels = (new.get("metadata") or {}).get("labels") or {}
+        old_labels = None if old is None else (old.get("metadata") or {}).get("labels") or {}
+        for term in terms.required_affinity:
+            key = term.topology_key
+            if old_labels is None:
+                if key in new_labels:
+                    return True
+                continue
+            if key in new_labels and (key not in old_labels or old_labels[key] != new_labels[key]):
+                return True
+        for term in terms.required_anti_affinity:
+            if old_labels is None:
+                # A node without the key always takes the pod; one with it may join a domain
+                # free of the pods it avoids, which this hint does not look up.
+                return True
+            key = term.topology_key
+            if key in old_labels and (key not in new_labels or old_labels[key] != new_labels[key]):
+                return True
+        return False
 
     def _merge_namespaces(self, term: AffinityTerm) -> AffinityTerm:
         """mergeAffinityTermNamespacesIfNotEmpty: resolve a non-empty namespaceSelector to names."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
-from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.framework.types import NodeInfo, PodInfo, host_ports_of
 
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 PRE_FILTER_STATE_KEY = "PreFilterNodePorts"
@@ -47,8 +47,21 @@ class NodePorts:
         self._rejected = Status(Code.UNSCHEDULABLE, ERR_REASON, plugin=self.name)
 
     def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+        # A pod's ports are immutable, so pod updates cannot free any.
+        return [ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, hint=self.is_schedulable_after_pod_deleted),
                 ClusterEvent(EventResource.NODE, ActionType.ADD)]
+
+    @staticmethod
+    def is_schedulable_after_pod_deleted(pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Queue only when the deleted pod held (or was nominated to hold) a host port that
+        conflicts with one the pod wants."""
+        if old is None:
+            return True
+        spec, status = old.get("spec") or {}, old.get("status") or {}
+        if not spec.get("nodeName") and not status.get("nominatedNodeName"):
+            return False
+        freed = {port: 1 for port in host_ports_of(spec)}
+        return bool(freed) and not fits_ports(pod.host_ports, freed)
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
         if not pod.host_ports:

@@ -6,8 +6,12 @@ handle, or, for a claim still unbound, its StorageClass provisioner with a handl
 the claim. Volumes already used by the node's pods or attached to it (VolumeAttachments)
 count once; the limit per driver is the node's CSINode allocatable count. A driver whose
 CSIDriver sets preventPodSchedulingIfMissing must be on the node's CSINode (VolumeLimitScaling,
-beta and on in 1.37). In-tree volumes migrated to CSI are not translated (kubesched counts
-CSI PersistentVolumes and provisioners only).
+beta and on in 1.37).
+
+In-tree volumes of the plugins whose CSI migration v1.37 has locked on (awsElasticBlockStore,
+gcePersistentDisk, azureDisk, cinder, portworxVolume), as a PV's source, a pod's inline volume
+or a StorageClass provisioner, count against the CSI driver they migrated to, under the handle
+csi-translation-lib gives them, on any node that has a CSINode (helper/csi_translation.py).
 """
 
 from __future__ import annotations
@@ -17,10 +21,22 @@ from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.plugins.helper.volumes import claim_class, pod_claim_volumes, volume_is_for_pod
+from kubesched.plugins.helper.csi_translation import (
+    IN_TREE_SOURCE_KEYS,
+    TranslationError,
+    inline_driver_and_handle,
+    migration_counted,
+    plugin_by_name,
+    plugin_of_pv,
+    plugin_of_volume,
+    pv_driver_and_handle,
+)
+from kubesched.plugins.helper.volumes import claim_class, volume_is_for_pod
 from kubesched.plugins.volume_binding import SKIP, volume_objects
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+# The volume sources this plugin counts: claims, generic ephemeral volumes, migrated in-tree ones.
+_COUNTED_SOURCES = IN_TREE_SOURCE_KEYS | {"persistentVolumeClaim", "ephemeral"}
 
 
 class _LookupError(Exception):
@@ -51,16 +67,17 @@ class NodeVolumeLimits:
         ]
 
     def pre_filter(self, state, pod: PodInfo, nodes: list[NodeInfo]):
-        for volume in (pod.raw.get("spec") or {}).get("volumes") or ():
-            if "persistentVolumeClaim" in volume or "ephemeral" in volume:
-                return None, None
-        return None, SKIP  # hot path: nothing this plugin counts
+        for volume in (pod.raw.get("spec") or {}).get("volumes") or ():  # hot path: most pods mount a token
+            for key in volume:
+                if key in _COUNTED_SOURCES:
+                    return None, None
+        return None, SKIP  # nothing this plugin counts
 
     def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
         csi_node = self.volumes.csi_node(node_info.name)
         new_volumes: dict[str, str] = {}
         try:
-            self._attachable_volumes(pod, new_volumes, new_pod=True)
+            self._attachable_volumes(pod, csi_node, new_volumes, new_pod=True)
         except _LookupError as err:
             if err.not_found:
                 return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
@@ -76,7 +93,7 @@ class NodeVolumeLimits:
         attached: dict[str, str] = {}
         for existing in node_info.pods.values():
             try:
-                self._attachable_volumes(existing, attached, new_pod=False)
+                self._attachable_volumes(existing, csi_node, attached, new_pod=False)
             except _LookupError as err:
                 return Status(Code.ERROR, str(err))
         attached_count: dict[str, int] = {}
@@ -95,8 +112,16 @@ class NodeVolumeLimits:
                 return self._exceeded
         return None
 
-    def _attachable_volumes(self, pod: PodInfo, result: dict[str, str], new_pod: bool) -> None:
-        for name, ephemeral in pod_claim_volumes(pod):
+    def _attachable_volumes(self, pod: PodInfo, csi_node: dict | None, result: dict[str, str], new_pod: bool) -> None:
+        """filterAttachableVolumes: each volume's "<driver>/<handle>" -> driver, in spec order."""
+        for volume in (pod.raw.get("spec") or {}).get("volumes") or ():
+            if volume.get("persistentVolumeClaim") is not None:
+                name, ephemeral = volume["persistentVolumeClaim"].get("claimName", ""), False
+            elif volume.get("ephemeral") is not None:
+                name, ephemeral = f"{pod.name}-{volume.get('name', '')}", True
+            else:
+                self._attachable_inline_volume(volume, csi_node, result)
+                continue
             if not name:
                 raise _LookupError("PersistentVolumeClaim had no name", False)
             pvc = self.volumes.get("persistentvolumeclaims", f"{pod.namespace}/{name}")
@@ -109,11 +134,24 @@ class NodeVolumeLimits:
                 problem = volume_is_for_pod(pod, pvc)
                 if problem:
                     raise _LookupError(problem, False)
-            driver, handle = self._driver_info(pvc)
+            driver, handle = self._driver_info(pvc, csi_node)
             if driver and handle:
                 result[f"{driver}/{handle}"] = driver
 
-    def _driver_info(self, pvc: dict) -> tuple[str, str]:
+    @staticmethod
+    def _attachable_inline_volume(volume: dict, csi_node: dict | None, result: dict[str, str]) -> None:
+        """checkAttachableInlineVolume: an in-tree inline volume counts once migrated."""
+        plugin = plugin_of_volume(volume)
+        if plugin is None or not migration_counted(plugin, csi_node):
+            return
+        try:
+            driver, handle = inline_driver_and_handle(volume, plugin)
+        except TranslationError as err:
+            raise _LookupError(f"converting volume({volume.get('name', '')}) from inline to csi: {err}", False) from None
+        if handle:
+            result[f"{driver}/{handle}"] = driver
+
+    def _driver_info(self, pvc: dict, csi_node: dict | None) -> tuple[str, str]:
         pv_name = (pvc.get("spec") or {}).get("volumeName")
         pv = self.volumes.get("persistentvolumes", pv_name) if pv_name else None
         if pv is None:
@@ -122,12 +160,22 @@ class NodeVolumeLimits:
             if storage_class is None:
                 return "", ""
             meta = pvc.get("metadata") or {}
-            return storage_class.get("provisioner") or "", \
-                f"{self._volume_id_prefix}-{meta.get('namespace', '')}/{meta.get('name', '')}"
+            handle = f"{self._volume_id_prefix}-{meta.get('namespace', '')}/{meta.get('name', '')}"
+            provisioner = storage_class.get("provisioner") or ""
+            plugin = plugin_by_name(provisioner)
+            if plugin is None:
+                return provisioner, handle
+            return (plugin.driver, handle) if migration_counted(plugin, csi_node) else ("", "")
         csi = (pv.get("spec") or {}).get("csi")
-        if csi is None:
-            return "", ""  # an in-tree volume: counted only after CSI migration, not translated here
-        return csi.get("driver") or "", csi.get("volumeHandle") or ""
+        if csi is not None:
+            return csi.get("driver") or "", csi.get("volumeHandle") or ""
+        plugin = plugin_of_pv(pv)
+        if plugin is None or not migration_counted(plugin, csi_node):
+            return "", ""
+        try:
+            return pv_driver_and_handle(pv, plugin)
+        except TranslationError:
+            return "", ""  # upstream logs it and does not count the volume
 
     def _driver_on_node(self, driver: str, csi_node: dict | None) -> bool:
         csi_driver = self.volumes.csi_driver(driver)

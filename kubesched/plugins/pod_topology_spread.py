@@ -92,6 +92,24 @@ def node_labels_match_constraints(labels: dict[str, str], constraints: list[Cons
     return True
 
 
+def _labels(raw: dict) -> dict[str, str]:
+    return (raw.get("metadata") or {}).get("labels") or {}
+
+
+def _involved_in_spreading(raw: dict, pod: PodInfo) -> bool:
+    """involvedInTopologySpreading: a placed (or nominated) pod of the pod's namespace."""
+    if not (raw.get("spec") or {}).get("nodeName") and not (raw.get("status") or {}).get("nominatedNodeName"):
+        return False
+    return ((raw.get("metadata") or {}).get("namespace") or "default") == pod.namespace
+
+
+def _labels_change_matching(old_labels: dict[str, str], new_labels: dict[str, str], constraints: list[Constraint]) -> bool:
+    """isSchedulableAfterPodLabelChange: the relabelled pod enters or leaves some constraint's selector."""
+    if old_labels == new_labels:
+        return False
+    return any(c.selector.matches(old_labels) != c.selector.matches(new_labels) for c in constraints)
+
+
 def count_pods_match_selector(pods: dict[str, PodInfo], selector: Selector, namespace: str) -> int:
     """countPodsMatchSelector: terminating pods and other namespaces do not count."""
     if selector.empty():
@@ -257,11 +275,67 @@ class PodTopologySpread:
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.ASSIGNED_POD,
-                             ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+                             ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE,
+                             hint=self.is_schedulable_after_assigned_pod_change),
+                # A new toleration counts only under a constraint with nodeTaintsPolicy Honor.
                 ClusterEvent(EventResource.UNSCHEDULED_POD,
-                             ActionType.UPDATE_POD_TOLERATIONS | ActionType.UPDATE_POD_LABEL),
+                             ActionType.UPDATE_POD_TOLERATIONS | ActionType.UPDATE_POD_LABEL,
+                             hint=self.is_schedulable_after_target_pod_change),
                 ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.DELETE
-                             | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT)]
+                             | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+                             hint=self.is_schedulable_after_node_change)]
+
+    # --- QueueingHints -----------------------------------------------------------------
+
+    def is_schedulable_after_target_pod_change(self, pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Queue when the pod got other tolerations under a Honor taints policy, or its labels
+        changed whether it matches a constraint's selector."""
+        if old is None or new is None:
+            return True
+        try:
+            constraints = self.get_constraints(pod, DO_NOT_SCHEDULE)
+        except SelectorError:
+            return True
+        if (old.get("spec") or {}).get("tolerations") != (new.get("spec") or {}).get("tolerations") and \
+                any(c.node_taints_policy == HONOR for c in constraints):
+            return True
+        return _labels_change_matching(_labels(old), _labels(new), constraints)
+
+    def is_schedulable_after_assigned_pod_change(self, pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Queue when a placed pod of the pod's namespace that matches a constraint's selector
+        is added or deleted, or is relabelled into or out of one."""
+        if any(raw is not None and not _involved_in_spreading(raw, pod) for raw in (old, new)):
+            return False
+        try:
+            constraints = self.get_constraints(pod, DO_NOT_SCHEDULE)
+        except SelectorError:
+            return True
+        if old is not None and new is not None:
+            return _labels_change_matching(_labels(old), _labels(new), constraints)
+        changed = new if new is not None else old
+        if changed is None:
+            return True
+        labels = _labels(changed)
+        return any(c.selector.matches(labels) for c in constraints)
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """Queue when a node enters or leaves the constraints' topology (it has every topology
+        key), or a node in it changes a topology value or its taints."""
+        try:
+            constraints = self.get_constraints(pod, DO_NOT_SCHEDULE)
+        except SelectorError:
+            return True
+        old_labels = None if old is None else _labels(old)
+        new_labels = None if new is None else _labels(new)
+        old_matching = old_labels is not None and node_labels_match_constraints(old_labels, constraints)
+        new_matching = new_labels is not None and node_labels_match_constraints(new_labels, constraints)
+        if old_labels is not None and new_labels is not None:
+            if old_matching != new_matching:
+                return True
+            return new_matching and (
+                any(old_labels.get(c.topology_key) != new_labels.get(c.topology_key) for c in constraints)
+                or (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints"))
+        return new_matching if new_labels is not None else old_matching
 
     # --- constraints -----------------------------------------------------------------
 

@@ -25,6 +25,13 @@ from kubesched.client import ApiError
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, PluginArgsError, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
+from kubesched.plugins.helper.csi_translation import (
+    MIGRATED_PLUGINS_ANNOTATION,
+    TranslationError,
+    migrated_on_node,
+    plugin_of_pv,
+    translated_pv,
+)
 from kubesched.plugins.helper.selectors import SelectorError, label_selector
 from kubesched.plugins.helper.volumes import (
     ANN_SELECTED_NODE,
@@ -206,6 +213,8 @@ class VolumeBinding:
             pod_volumes, reasons = self.find_pod_volumes(pod, data, node_info)
         except (BindingError, SelectorError) as err:
             return Status.as_error(err)
+        except TranslationError as err:
+            return Status(Code.ERROR, f"could not translate pv: {err}", error=err)
         if reasons:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons)
         with data.lock:
@@ -222,6 +231,8 @@ class VolumeBinding:
             if pv is None:
                 pvs_found = False
                 break
+            if (pv.get("spec") or {}).get("csi") is None:
+                pv = self._as_csi_on_node(pv, node.name)
             if not pv_node_affinity_matches(pv, labels):
                 bound_ok = False
                 break
@@ -255,6 +266,14 @@ class VolumeBinding:
         if not pvs_found:
             reasons.append(ERR_REASON_PV_NOT_EXIST)
         return pod_volumes, reasons
+
+    def _as_csi_on_node(self, pv: dict, node_name: str) -> dict:
+        """tryTranslatePVToCSI: an in-tree PV whose plugin the node's CSINode lists as migrated
+        is checked with its CSI topology (the CSI driver's zone key); raises TranslationError."""
+        plugin = plugin_of_pv(pv)
+        if plugin is None or not migrated_on_node(plugin, self.volumes.csi_node(node_name)):
+            return pv
+        return translated_pv(pv, plugin)
 
     def _find_matching_volumes(self, claims: list[dict], data: _State, labels: dict[str, str]
                                ) -> tuple[bool, list[tuple[dict, dict]], list[dict]]:
@@ -551,7 +570,7 @@ def _after_claim_of_pod_change(pod_info: PodInfo, old: dict | None, new: dict | 
 def _after_csi_node_change(pod_info: PodInfo, old: dict | None, new: dict | None) -> bool:
     if old is None:
         return True
-    key = "storage.alpha.kubernetes.io/migrated-plugins"
+    key = MIGRATED_PLUGINS_ANNOTATION
     return ((old.get("metadata") or {}).get("annotations") or {}).get(key) != \
         (((new or {}).get("metadata") or {}).get("annotations") or {}).get(key)
 

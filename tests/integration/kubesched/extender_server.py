@@ -6,8 +6,9 @@ its command line, over HTTP or HTTPS, speaking k8s.io/kube-scheduler/extender/v1
 
 A node rule `PART=VALUE` applies to every node whose name contains PART (tests prefix node
 names, so rules name a distinctive part such as "alpha"). `--misbehave VERB=garbage|sleep:SECONDS|status:CODE|error:MESSAGE` makes one verb
-answer badly. Every request is appended to --log as one JSON line (verb, pod, node names,
-whether full nodes or names only were sent) so a test can check what the scheduler sent.
+answer badly. `--client-ca CA` (with --tls-cert/--tls-key) requires a client certificate that CA
+signed, as an extender behind mutual TLS does. Every request is appended to --log as one JSON line (verb, pod, node names,
+whether full nodes or names only were sent, the client certificate's CN) so a test can check what the scheduler sent.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Extender:
 
             self.client = ApiClient.from_kubeconfig(args.kubeconfig, qps=0, burst=0, user_agent="test-extender")
 
-    def record(self, verb: str, body: dict) -> None:
+    def record(self, verb: str, body: dict, client_cn: str = "") -> None:
         if not self.args.log:
             return
         pod = body.get("Pod") or {}
@@ -56,7 +57,8 @@ class Extender:
                  "nodes": names if names is not None else
                  [n["metadata"]["name"] for n in (body.get("Nodes") or {}).get("items") or ()],
                  "pod_has_status": "status" in pod, "bind_node": body.get("Node"),
-                 "victim_nodes": sorted((body.get("NodeNameToVictims") or body.get("NodeNameToMetaVictims") or {}))}
+                 "victim_nodes": sorted((body.get("NodeNameToVictims") or body.get("NodeNameToMetaVictims") or {})),
+                 "client_cn": client_cn}
         with self.log_lock, open(self.args.log, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry) + "\n")
 
@@ -108,6 +110,16 @@ class Extender:
         return {"Error": ""}
 
 
+def _client_common_name(connection) -> str:
+    """The CN of the client certificate the TLS handshake verified ("" over HTTP or without one)."""
+    peer = connection.getpeercert() if hasattr(connection, "getpeercert") else None
+    for rdn in (peer or {}).get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return value
+    return ""
+
+
 def handler_for(extender: Extender):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -118,7 +130,7 @@ def handler_for(extender: Extender):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             verb = self.path.rstrip("/").rsplit("/", 1)[-1]
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            extender.record(verb, body)
+            extender.record(verb, body, _client_common_name(self.connection))
             misbehaviour = extender.misbehave.get(verb, "")
             if misbehaviour.startswith("sleep:"):
                 time.sleep(float(misbehaviour.split(":", 1)[1]))
@@ -154,6 +166,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kubeconfig", default="", help="to bind with (the bind verb)")
     p.add_argument("--tls-cert", default="")
     p.add_argument("--tls-key", default="")
+    p.add_argument("--client-ca", default="", help="require a client certificate this CA signed (mutual TLS)")
     p.add_argument("--log", default="")
     return p
 
@@ -165,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.tls_cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.client_ca:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(cafile=args.client_ca)
         server.socket = context.wrap_socket(server.socket, server_side=True)
     print(f"extender listening on 127.0.0.1:{args.port}", flush=True)
     server.serve_forever()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -25,7 +24,9 @@ import pytest
 import yaml
 from kubesched_lab import API_VERSION, ROOT, events_for, free_port, set_taints, wait_for
 
-KUBE_SCHEDULER = Path(os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler"))
+from lab.binaries import binary
+
+KUBE_SCHEDULER = Path(binary("kube-scheduler"))
 EXTENDER = Path(__file__).resolve().parent / "extender_server.py"
 PAUSE = "registry.k8s.io/pause:3.10"
 SCHEDULERS = ("kube-scheduler", "kubesched")
@@ -33,10 +34,12 @@ SCHEDULERS = ("kube-scheduler", "kubesched")
 
 @pytest.fixture
 def extender_process(tmp_path):
-    """extender_process(*rules, tls=(cert, key)) -> (url, request log): extender_server.py running."""
+    """extender_process(*rules, tls=(cert, key), client_ca=CA) -> (url, request log): extender_server.py
+    running; with client_ca it requires a client certificate that CA signed."""
     started = []
 
-    def start(*rules: str, tls: tuple[Path, Path] | None = None, kubeconfig: str = "") -> tuple[str, Path]:
+    def start(*rules: str, tls: tuple[Path, Path] | None = None, kubeconfig: str = "",
+              client_ca: Path | None = None) -> tuple[str, Path]:
         port = free_port()
         log = tmp_path / f"extender-{port}.jsonl"
         args = [sys.executable, str(EXTENDER), "--port", str(port), "--log", str(log), *rules]
@@ -44,6 +47,8 @@ def extender_process(tmp_path):
             args += ["--kubeconfig", kubeconfig]
         if tls:
             args += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
+        if client_ca:
+            args += ["--client-ca", str(client_ca)]
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"extender-{port}.err", "w"))
         started.append(proc)
         deadline = time.monotonic() + 10
@@ -97,29 +102,52 @@ def run_scheduler(lab_kubeconfig, tmp_path, run_kubesched):
         proc.wait(15)
 
 
-def lab_ca_signed_cert(lab_kubeconfig: str, directory: Path) -> tuple[Path, Path, Path]:
-    """A serving certificate for 127.0.0.1 signed by the lab CA: (cert, key, CA cert)."""
+def issue_cert(directory: Path, name: str, issuer: tuple | None = None, *, server: bool = True,
+               ca: bool = False) -> tuple[Path, Path]:
+    """A certificate and key written as <name>.crt/.key: signed by issuer (cert, key), or
+    self-signed; a serving one for 127.0.0.1, or a client one whose CN is name."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    lab = Path(lab_kubeconfig).parent
-    ca_cert = x509.load_pem_x509_certificate((lab / "ca.crt").read_bytes())
-    ca_key = serialization.load_pem_private_key((lab / "ca.key").read_bytes(), password=None)
     key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    issuer_cert, issuer_key = issuer or (None, key)
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "extender")]))
-            .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    cert_path, key_path = directory / "extender.crt", directory / "extender.key"
+    builder = (x509.CertificateBuilder().subject_name(subject)
+               .issuer_name(issuer_cert.subject if issuer_cert else subject).public_key(key.public_key())
+               .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+               .not_valid_after(now + datetime.timedelta(hours=1)))
+    if ca:
+        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+    elif server:
+        builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                        critical=False)
+    else:
+        builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+    cert = builder.sign(issuer_key, hashes.SHA256())
+    cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
-    return cert_path, key_path, lab / "ca.crt"
+    return cert_path, key_path
+
+
+def lab_ca(lab_kubeconfig: str) -> tuple:
+    """The lab CA as (certificate, private key) objects, to issue test certificates with."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    lab = Path(lab_kubeconfig).parent
+    return (x509.load_pem_x509_certificate((lab / "ca.crt").read_bytes()),
+            serialization.load_pem_private_key((lab / "ca.key").read_bytes(), password=None))
+
+
+def lab_ca_signed_cert(lab_kubeconfig: str, directory: Path) -> tuple[Path, Path, Path]:
+    """A serving certificate for 127.0.0.1 signed by the lab CA: (cert, key, CA cert)."""
+    cert_path, key_path = issue_cert(directory, "extender", lab_ca(lab_kubeconfig))
+    return cert_path, key_path, Path(lab_kubeconfig).parent / "ca.crt"
 
 
 def pod(name: str, scheduler: str, **spec) -> dict:
@@ -184,6 +212,60 @@ def test_extender_filters_prioritizes_and_binds_over_tls_as_kube_scheduler_does(
     sent = requests_of(log)
     assert sent and not any(r["full_nodes"] for r in sent if r["verb"] in ("filter", "prioritize"))
     assert sorted(r["bind_node"] for r in sent if r["verb"] == "bind") == [names["delta"]] * 2
+
+
+def test_mutual_tls_extender_gets_the_client_certificate_from_tls_config_as_kube_scheduler_sends_it(
+        nodes, core_v1, lab_kubeconfig, tmp_path, extender_process, run_scheduler, namespace):
+    """An HTTPS extender that requires a client certificate the lab CA signed. Three extenders
+    at its URL, each for the pods of one managed resource: one with tlsConfig's certFile,
+    keyFile and caFile (the pod is filtered, scored and placed), one without a client
+    certificate and one whose caFile did not sign the extender's certificate (the pod fails
+    with the error the scheduler's TLS client met, and other pods go on)."""
+    names = {}
+    for part in ("alpha", "bravo"):
+        [names[part]] = set_taints(core_v1, nodes(1, prefix=f"m{uuid.uuid4().hex[:4]}-{part}-", zones=0,
+                                                  labels={"mtls-test": "yes"}))
+    server_cert, server_key, ca = lab_ca_signed_cert(lab_kubeconfig, tmp_path)
+    client_cert, client_key = issue_cert(tmp_path, "scheduler-extender-client", lab_ca(lab_kubeconfig), server=False)
+    other_ca, _other_key = issue_cert(tmp_path, "not-the-lab-ca", ca=True)
+    url, log = extender_process("--score", "bravo=10", tls=(server_cert, server_key), client_ca=ca)
+
+    def extender(resource: str, tls_config: dict) -> dict:
+        return {"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 5,
+                "enableHTTPS": True, "tlsConfig": tls_config,
+                "managedResources": [{"name": f"example.com/{resource}", "ignoredByScheduler": True}]}
+
+    client = {"certFile": str(client_cert), "keyFile": str(client_key)}
+    extenders = [extender("mutual", {**client, "caFile": str(ca)}),
+                 extender("no-client-cert", {"caFile": str(ca)}),
+                 extender("wrong-ca", {**client, "caFile": str(other_ca)})]
+    results = {}
+    for kind in SCHEDULERS:
+        scheduler = f"mtls-{kind}-{uuid.uuid4().hex[:4]}"
+        run_scheduler(kind, scheduler, extenders)
+        for resource in ("mutual", "no-client-cert", "wrong-ca"):
+            core_v1.create_namespaced_pod(namespace, pod(f"{kind}-{resource}", scheduler, nodeSelector={
+                "mtls-test": "yes"}, resources={"requests": {f"example.com/{resource}": "1"},
+                                                "limits": {f"example.com/{resource}": "1"}}), _preload_content=False)
+        results[kind] = {resource: outcome(core_v1, namespace, f"{kind}-{resource}")
+                         for resource in ("mutual", "no-client-cert", "wrong-ca")}
+    upstream, ours = results["kube-scheduler"], results["kubesched"]
+    assert upstream["mutual"]["node"] == ours["mutual"]["node"] == names["bravo"]
+    assert not any(upstream[case]["node"] or ours[case]["node"] for case in ("no-client-cert", "wrong-ca"))
+    assert upstream["wrong-ca"]["message"] == ours["wrong-ca"]["message"] == \
+        f'Post "{url}/filter": tls: failed to verify certificate: x509: certificate signed by unknown authority'
+    # Go's client reads the extender's alert; Python's often meets the closed connection first,
+    # and then says what to check instead of a bare EOF.
+    assert upstream["no-client-cert"]["message"] == f'Post "{url}/filter": remote error: tls: certificate required'
+    assert ours["no-client-cert"]["message"] in (
+        upstream["no-client-cert"]["message"],
+        f'Post "{url}/filter": tls: the extender closed the connection during the TLS exchange (if it requires a '
+        "client certificate, set tlsConfig.certFile and keyFile)")
+    # The extender saw both schedulers' client certificate on every request it answered.
+    answered = [r for r in requests_of(log) if r["pod"] and r["pod"].endswith("-mutual")]
+    assert {r["verb"] for r in answered} == {"filter", "prioritize"}
+    assert {r["client_cn"] for r in answered} == {"scheduler-extender-client"}
+    assert not [r for r in requests_of(log) if not r["pod"] or not r["pod"].endswith("-mutual")]
 
 
 @pytest.mark.parametrize("misbehaviour", ["garbage", "timeout", "status 500"])

@@ -21,7 +21,9 @@ import yaml
 from kubernetes import client
 from kubesched_lab import API_VERSION, pod_manifest, set_taints, wait_for
 
-KUBE_SCHEDULER = os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler")
+from lab.binaries import binary
+
+KUBE_SCHEDULER = binary("kube-scheduler")
 SCHEDULERS = ("kube-scheduler", "kubesched")
 
 
@@ -221,3 +223,69 @@ def test_a_resized_pod_counts_what_it_was_allocated(run_scheduler, nodes, core_v
         core_v1.delete_node(node, _preload_content=False)
     assert outcomes["kubesched"] == outcomes["kube-scheduler"]
     assert outcomes["kubesched"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
+
+
+def _affinity_scenario(tag: str) -> tuple[dict, dict]:
+    """InterPodAffinity: the pod needs a db pod in its zone. A node without the zone key
+    cannot help (skip); a db pod placed in the zone can (queue), and the pod then fits."""
+    key = f"hint-zone-{tag}"
+    pending = {"labels": {"app": f"web-{tag}"}, "affinity": {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": f"db-{tag}"}}, "topologyKey": key}]}}}
+    return {key: "a"}, {"pending": pending, "placed_labels": {"app": f"db-{tag}"}, "relevant": "add"}
+
+
+def _spread_scenario(tag: str) -> tuple[dict, dict]:
+    """PodTopologySpread: minDomains 2 over one zone that already holds a matching pod rejects
+    the pod. A node without the zone key cannot help (skip); deleting the matching pod can
+    (queue), and the pod then fits."""
+    key = f"hint-zone-{tag}"
+    labels = {"app": f"web-{tag}"}
+    pending = {"labels": labels, "topologySpreadConstraints": [{
+        "maxSkew": 1, "minDomains": 2, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": labels}}]}
+    return {key: "a"}, {"pending": pending, "placed_labels": labels, "relevant": "delete"}
+
+
+@pytest.mark.parametrize("scenario", [_affinity_scenario, _spread_scenario],
+                         ids=["InterPodAffinity", "PodTopologySpread"])
+def test_queueing_hints_skip_an_unrelated_node_and_queue_the_relevant_pod_event(scenario, run_scheduler, nodes,
+                                                                                core_v1, namespace):
+    """The plugin that rejected the pod gets a node added without its topology key: its
+    QueueingHint skips the event, so the pod is not retried and its condition still counts one
+    node. Then the event that can help (an assigned pod added or deleted) schedules it."""
+    outcomes = {}
+    for kind in SCHEDULERS:
+        tag = f"{kind[-5:]}{uuid.uuid4().hex[:4]}"
+        zone_labels, plan = scenario(tag)
+        [zoned] = set_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"qh-{tag}-a-", labels=zone_labels))
+        placed = pod_manifest(f"placed-{tag}", nodeName=zoned, terminationGracePeriodSeconds=0,
+                              labels=plan["placed_labels"])
+        if plan["relevant"] == "delete":
+            core_v1.create_namespaced_pod(namespace, placed, _preload_content=False)
+        scheduler = run_scheduler(kind)
+        name = f"pending-{tag}"
+        core_v1.create_namespaced_pod(namespace, pod_manifest(name, schedulerName=scheduler,
+                                                              terminationGracePeriodSeconds=0, **plan["pending"]),
+                                      _preload_content=False)
+
+        def message(n=name):
+            cond = next((c for c in read_pod(core_v1, namespace, n)["status"].get("conditions") or ()
+                         if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+            return cond["message"] if cond else None
+
+        before = wait_for(message, 30, what=f"{kind}: {name} unschedulable")
+        [unrelated] = set_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"qh-{tag}-b-"))
+        time.sleep(4)  # past the pod's 1s backoff: a retry would have rewritten "0/1" as "0/2"
+        after = message()
+        if plan["relevant"] == "add":
+            core_v1.create_namespaced_pod(namespace, placed, _preload_content=False)
+        else:
+            core_v1.delete_namespaced_pod(placed["metadata"]["name"], namespace, grace_period_seconds=0,
+                                          _preload_content=False)
+        bound = wait_for(lambda n=name: read_pod(core_v1, namespace, n)["spec"].get("nodeName"), 20,
+                         what=f"{kind}: {name} bound once the relevant pod event came")
+        outcomes[kind] = (before.split(":")[0], after == before, bound == zoned)
+        for node in (zoned, unrelated):
+            core_v1.delete_node(node, _preload_content=False)
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"] == ("0/1 nodes are available", True, True), outcomes

@@ -17,7 +17,9 @@ from kubesched_lab import set_taints, wait_for
 from placement_agreement import outcome
 from volume_provisioner import LabProvisioner
 
-KUBE_SCHEDULER = os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler")
+from lab.binaries import binary
+
+KUBE_SCHEDULER = binary("kube-scheduler")
 PAUSE = "registry.k8s.io/pause:3.10"
 PROVISIONER = "kubesched.io/lab-provisioner"
 NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
@@ -247,3 +249,44 @@ def test_generic_ephemeral_volume_is_provisioned_for_its_pod(scheduler, nodes, c
         wait_bound_claims(core_v1, namespace, ["scratch-user-scratch"])
     assert where["scratch-user"] in names
     assert provisioner.created == {f"{namespace}/scratch-user-scratch": where["scratch-user"]}
+
+
+def test_in_tree_inline_volumes_count_against_the_migrated_csi_drivers_limit(
+        scheduler, nodes, core_v1, api_client, namespace):
+    """An awsElasticBlockStore inline volume counts as ebs.csi.aws.com's (csi-translation-lib):
+    the node's CSINode allows one such volume, which a running pod holds, and the other node's
+    allows none. A pod with another EBS volume fits nowhere; one with the very volume the
+    running pod holds fits beside it (the same CSI handle counts once)."""
+    from kubernetes import client
+
+    storage_v1 = client.StorageV1Api(api_client)
+    full, none = set_taints(core_v1, nodes(2, zones=0))
+    made = []
+    try:
+        for node, count in ((full, 1), (none, 0)):
+            storage_v1.create_csi_node({"metadata": {"name": node}, "spec": {"drivers": [
+                {"name": "ebs.csi.aws.com", "nodeID": node, "allocatable": {"count": count}}]}},
+                _preload_content=False)
+            made.append(node)
+
+        def ebs_pod(name: str, volume_id: str, **spec) -> dict:
+            return {"metadata": {"name": name}, "spec": {
+                "schedulerName": scheduler, "terminationGracePeriodSeconds": 0, **spec,
+                "containers": [{"name": "c", "image": PAUSE}],
+                "volumes": [{"name": "disk", "awsElasticBlockStore": {"volumeID": volume_id}}]}}
+
+        core_v1.create_namespaced_pod(namespace, ebs_pod("holder", "aws://us-east-1a/vol-0000000000000000a",
+                                                         nodeName=full), _preload_content=False)
+        core_v1.create_namespaced_pod(namespace, ebs_pod("another-disk", "vol-0000000000000000b"),
+                                      _preload_content=False)
+        core_v1.create_namespaced_pod(namespace, ebs_pod("same-disk", "vol-0000000000000000a"),
+                                      _preload_content=False)
+        result = outcome(core_v1, namespace, ["holder", "another-disk", "same-disk"], timeout=30)
+        assert result["same-disk"]["node"] == full
+        assert result["another-disk"]["node"] == ""
+        assert result["another-disk"]["message"] == (
+            "0/2 nodes are available: 2 node(s) exceed max volume count. preemption: 0/2 nodes are available: "
+            "2 No preemption victims found for incoming pod.")
+    finally:
+        for node in made:
+            storage_v1.delete_csi_node(node, _preload_content=False)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import base64
 import json
 import socket
+import ssl
 from pathlib import Path
 
 import pytest
+import urllib3
 from kubesched_fakes import node_raw, pod, pod_raw
 
 from kubesched.config import ConfigError, parse_config
@@ -17,6 +19,7 @@ from kubesched.config.types import API_VERSION, KIND, ExtenderConfig, ManagedRes
 from kubesched.extender import (
     ExtenderError,
     HTTPExtender,
+    _transport_error,
     build_extenders,
     decode_answer,
     extender_scores,
@@ -195,3 +198,31 @@ def test_missing_tls_files_fail_when_the_extender_is_built(tmp_path):
     cfg = parse_config(config({"urlPrefix": "https://a", "tlsConfig": {"caFile": str(tmp_path / "nope.crt")}}))
     with pytest.raises(ExtenderTLSError, match=r"extenders\[0\].tlsConfig: cannot load the TLS files"):
         build_extenders(cfg.extenders)
+
+
+def _ssl_error(cls, reason: str = "", verify_code: int | None = None):
+    err = cls(1, reason or "failure")
+    err.reason = reason or None
+    if verify_code is not None:
+        err.verify_code = verify_code
+    return err
+
+
+@pytest.mark.parametrize("cause, sends_client_cert, said", [
+    (_ssl_error(ssl.SSLCertVerificationError, "CERTIFICATE_VERIFY_FAILED", 19), True,
+     "tls: failed to verify certificate: x509: certificate signed by unknown authority"),
+    (_ssl_error(ssl.SSLCertVerificationError, "CERTIFICATE_VERIFY_FAILED", 20), False,
+     "tls: failed to verify certificate: x509: certificate signed by unknown authority"),
+    (_ssl_error(ssl.SSLError, "TLSV13_ALERT_CERTIFICATE_REQUIRED"), False, "remote error: tls: certificate required"),
+    (_ssl_error(ssl.SSLError, "TLSV1_ALERT_UNKNOWN_CA"), True, "remote error: tls: unknown certificate authority"),
+    (_ssl_error(ssl.SSLEOFError, "UNEXPECTED_EOF_WHILE_READING"), False,
+     "tls: the extender closed the connection during the TLS exchange (if it requires a client certificate, set "
+     "tlsConfig.certFile and keyFile)"),
+    (_ssl_error(ssl.SSLEOFError, "UNEXPECTED_EOF_WHILE_READING"), True,
+     "tls: the extender closed the connection during the TLS exchange (is tlsConfig.certFile signed by a CA the "
+     "extender trusts?)"),
+])
+def test_tls_failures_are_worded_as_go_words_them_or_say_what_to_check(cause, sends_client_cert, said):
+    wrapped = urllib3.exceptions.MaxRetryError(None, "https://127.0.0.1:1/filter",
+                                               urllib3.exceptions.SSLError(cause))
+    assert _transport_error(wrapped, "https://127.0.0.1:1/filter", sends_client_cert) == said

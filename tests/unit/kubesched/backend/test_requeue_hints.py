@@ -49,7 +49,7 @@ def handlers():
     h = EventHandlers()
     h.cache = SchedulerCache()
     events = {name: plugin(name).events_to_register() for name in PLUGINS}
-    events["PodTopologySpread"] = PodTopologySpread.events_to_register(None)
+    events["PodTopologySpread"] = PodTopologySpread(None, Handle()).events_to_register()
     h.queue = SchedulingQueue(FakeSort(None, None).less, plugin_events=events, clock=Clock(), nominator=Nominator())
     # A profile with no pod waiting at Permit.
     h.frameworks = {"default-scheduler": SimpleNamespace(reject_waiting_pod=lambda uid: False)}

@@ -240,3 +240,133 @@ def test_args_validation(args, field):
     with pytest.raises(PluginArgsError) as err:
         InterPodAffinity(args, FakeHandle())
     assert err.value.field == field
+
+
+# Upstream's Test_isSchedulableAfterAssignedPodChange and Test_isSchedulableAfterNodeChange
+# (interpodaffinity/plugin_test.go, v1.37.1), the same cases in the same order.
+def _hint_pod(labels=None, affinity_in=(), anti_in=(), affinity_exists=(), node_name="", nominated=""):
+    """A pod for the hint tables: affinity_in/anti_in are (key, topologyKey, values) required
+    terms; affinity_exists are (key, topologyKey) required Exists terms."""
+    affinity = {}
+    required = [term(sel((k, "In", *v)), tk) for k, tk, v in affinity_in] + \
+        [term(sel((k, "Exists")), tk) for k, tk in affinity_exists]
+    if required:
+        affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": required}
+    if anti_in:
+        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
+            term(sel((k, "In", *v)), tk) for k, tk, v in anti_in]}
+    return make_pod("hint", labels=labels, affinity=affinity, node_name=node_name, nominated=nominated)
+
+
+SCAN = ("service", "region", ("securityscan", "value2"))
+SCAN_ONLY = ("service", "region", ("securityscan",))
+WEB = ("app", "region", ("web",))
+
+
+@pytest.mark.parametrize("pod, old, new, queue", [
+    pytest.param(_hint_pod(affinity_in=[SCAN]), None, _hint_pod({"service": "securityscan"}, node_name="n"), True,
+                 id="add a pod which matches the pod affinity"),
+    pytest.param(_hint_pod(affinity_in=[SCAN]), None, _hint_pod({"service": "securityscan"}), False,
+                 id="add an un-scheduled pod"),
+    pytest.param(_hint_pod(affinity_in=[SCAN]), None, _hint_pod({"aaa": "a"}, node_name="n"), False,
+                 id="add a pod which doesn't match the pod affinity"),
+    pytest.param(_hint_pod(affinity_in=[SCAN]), _hint_pod({"aaa": "a"}, node_name="n"),
+                 _hint_pod({"service": "securityscan"}, node_name="n"), True,
+                 id="update a pod from non-match to match pod affinity"),
+    pytest.param(_hint_pod(affinity_in=[SCAN]), _hint_pod({"service": "value2"}, node_name="n"),
+                 _hint_pod({"service": "securityscan"}, node_name="n"), False,
+                 id="the updating pod matches target pod's affinity both before and after label changes"),
+    pytest.param(_hint_pod(affinity_in=[SCAN]), _hint_pod({"aaa": "a"}), _hint_pod({"service": "securityscan"}),
+                 False, id="update an un-scheduled pod"),
+    pytest.param(_hint_pod(affinity_in=[SCAN]), _hint_pod({"service": "securityscan"}, node_name="n"),
+                 _hint_pod({"aaa": "a"}, node_name="n"), False,
+                 id="update a pod from match to non-match the pod affinity"),
+    pytest.param(_hint_pod(affinity_exists=[("aaa", "hostname"), ("bbb", "hostname")]),
+                 _hint_pod({"aaa": "a"}, node_name="n"), _hint_pod({"service": "securityscan"}, node_name="n"), False,
+                 id="update a pod from match to non-match pod's affinity - multiple terms case"),
+    pytest.param(_hint_pod(affinity_exists=[("aaa", "hostname"), ("bbb", "hostname")]),
+                 _hint_pod({"aaa": "a"}, node_name="n"), _hint_pod({"aaa": "", "bbb": ""}, node_name="n"), True,
+                 id="update a pod from non-match to match pod's affinity - multiple terms case"),
+    pytest.param(_hint_pod(anti_in=[SCAN]), _hint_pod({"service": "securityscan"}, node_name="n"),
+                 _hint_pod({"service": "aaaa"}, node_name="n"), True,
+                 id="modify pod label to change it from satisfying pod anti-affinity to not satisfying anti-affinity"),
+    pytest.param(_hint_pod(anti_in=[SCAN]), _hint_pod({"service": "bbb"}, node_name="n"),
+                 _hint_pod({"service": "securityscan"}, node_name="n"), False,
+                 id="modify pod label to change it from not satisfying pod anti-affinity to satisfying anti-affinity"),
+    pytest.param(_hint_pod(anti_in=[SCAN]), _hint_pod({"aaa": "a"}, node_name="n"), None, False,
+                 id="delete a pod which doesn't match pod's anti-affinity"),
+    pytest.param(_hint_pod(anti_in=[SCAN]), _hint_pod({"service": "securityscan"}, node_name="n"), None, True,
+                 id="delete a pod which matches pod's anti-affinity"),
+    pytest.param(_hint_pod({"service": "securityscan"}), _hint_pod(anti_in=[SCAN], node_name="n"), None, True,
+                 id="delete a pod with anti-affinity that matches pending pod"),
+    pytest.param(_hint_pod({"service": "foo"}), _hint_pod(anti_in=[SCAN], node_name="n"), None, False,
+                 id="delete a pod with anti-affinity that doesn't match pending pod"),
+    pytest.param(_hint_pod({"service": "foo"}, anti_in=[SCAN]), _hint_pod({"service": "foo"}, anti_in=[SCAN],
+                                                                          node_name="n"), None, False,
+                 id="delete a pod which doesn't match pending pod's anti-affinity and has anti-affinity that "
+                    "doesn't match pending pod"),
+    pytest.param(_hint_pod(anti_in=[SCAN]), _hint_pod({"aaa": "a"}, nominated="n"), None, False,
+                 id="delete a nominated pod which doesn't match pod's anti-affinity"),
+    pytest.param(_hint_pod(anti_in=[SCAN]), _hint_pod({"service": "securityscan"}, nominated="n"), None, True,
+                 id="delete a nominated pod which matches pod's anti-affinity"),
+    pytest.param(_hint_pod(anti_in=[SCAN_ONLY, WEB]), _hint_pod({"service": "securityscan", "app": "bar"}, node_name="n"),
+                 _hint_pod({"service": "foo", "app": "bar"}, node_name="n"), True,
+                 id="modify pod label to change it from matching only one of target pod's anti-affinity terms to "
+                    "matching none"),
+    pytest.param(_hint_pod(anti_in=[SCAN_ONLY, WEB]), _hint_pod({"service": "securityscan", "app": "bar"}, node_name="n"),
+                 _hint_pod({"service": "foo", "app": "web"}, node_name="n"), False,
+                 id="modify pod label but it still matches one of target pod's anti-affinity terms"),
+    pytest.param(_hint_pod(anti_in=[SCAN_ONLY, WEB]), _hint_pod({"service": "securityscan"}, node_name="n"), None,
+                 True, id="delete a pod which matches only one of target pod's anti-affinity terms"),
+    pytest.param(_hint_pod({"service": "securityscan"}), _hint_pod(anti_in=[SCAN_ONLY, WEB], node_name="n"), None,
+                 True, id="delete a pod with anti-affinity that matches pending pod on only one term"),
+])
+def test_queueing_hint_after_assigned_pod_change(pod, old, new, queue):
+    hint = InterPodAffinity({}, FakeHandle([])).is_schedulable_after_assigned_pod_change
+    assert hint(pod, old and old.raw, new and new.raw) is queue
+
+
+def _hint_node(**labels):
+    return {"metadata": {"name": "node-a", "labels": labels}}
+
+
+ANOTHER = ("another", "zone", ("label",))
+
+
+@pytest.mark.parametrize("pod, old, new, queue", [
+    pytest.param(_hint_pod(affinity_in=[("service", "zone", ("securityscan", "value2"))]), None,
+                 _hint_node(zone="zone1"), True, id="add a new node with matched pod affinity topologyKey"),
+    pytest.param(_hint_pod(affinity_in=[SCAN]), None, _hint_node(zone="zone1"), False,
+                 id="add a new node without matched topologyKey"),
+    pytest.param(_hint_pod(affinity_in=[("service", "zone", ("securityscan",))]), _hint_node(aaa="a"),
+                 _hint_node(aaa="b"), False, id="update node label but not topologyKey"),
+    pytest.param(_hint_pod(affinity_in=[("service", "zone", ("securityscan",))]), _hint_node(zone="zone1"),
+                 _hint_node(zone="zone1", unrelated="x"), False,
+                 id="update node label that isn't related to the pod affinity"),
+    pytest.param(_hint_pod(affinity_in=[("service", "zone", ("securityscan",))]), _hint_node(zone="zone1"),
+                 _hint_node(zone="zone2"), True, id="update node with different affinity topologyKey value"),
+    pytest.param(_hint_pod(affinity_in=[("service", "zone", ("securityscan",))]), _hint_node(aaa="a"),
+                 _hint_node(zone="zone1"), True, id="update node to have the affinity topology label"),
+    pytest.param(_hint_pod(anti_in=[ANOTHER]), None, _hint_node(zone="zone1"), True,
+                 id="add a new node with matched pod anti-affinity topologyKey"),
+    pytest.param(_hint_pod(anti_in=[ANOTHER]), None, _hint_node(), True,
+                 id="add a new node without matched pod anti-affinity topologyKey"),
+    pytest.param(_hint_pod(anti_in=[ANOTHER]), _hint_node(zone="zone1"), _hint_node(zone="zone1", unrelated="x"),
+                 False, id="update node label that isn't related to the pod anti-affinity"),
+    pytest.param(_hint_pod(anti_in=[ANOTHER]), _hint_node(zone="zone1"), _hint_node(zone="zone2"), True,
+                 id="update node with different anti-affinity topologyKey value"),
+    pytest.param(_hint_pod(anti_in=[ANOTHER]), _hint_node(aaa="a"), _hint_node(zone="zone1"), False,
+                 id="update node to have the anti-affinity topology label"),
+    pytest.param(_hint_pod(anti_in=[ANOTHER]), _hint_node(zone="zone1"), _hint_node(aaa="a"), True,
+                 id="update node label not to have anti-affinity topology label"),
+])
+def test_queueing_hint_after_node_change(pod, old, new, queue):
+    assert InterPodAffinity({}, FakeHandle([])).is_schedulable_after_node_change(pod, old, new) is queue
+
+
+def test_queueing_hint_requeues_when_the_pods_selector_does_not_parse():
+    bad = make_pod("bad", affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        term({"matchExpressions": [{"key": "a", "operator": "Bogus"}]}, HOST)]}})
+    plugin = InterPodAffinity({}, FakeHandle([]))
+    assert plugin.is_schedulable_after_node_change(bad, None, _hint_node()) is True
+    assert plugin.is_schedulable_after_assigned_pod_change(bad, None, make_pod("o", node_name="n").raw) is True

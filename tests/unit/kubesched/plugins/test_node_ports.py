@@ -45,3 +45,26 @@ def test_only_sidecar_init_containers_hold_ports():
     node = place(make_node("n"), make_pod("existing", spec=spec))
     assert run_filter(NodePorts(), make_pod(ports=[port(80)]), node) is None
     assert code_and_reasons(run_filter(NodePorts(), make_pod(ports=[port(81)]), node)) == REJECTED
+
+
+# Upstream's Test_isSchedulableAfterAssignedPodDeleted (nodeports/node_ports_test.go, v1.37.1).
+@pytest.mark.parametrize("deleted, queue", [
+    pytest.param(make_pod("other").raw, False, id="skip-queue-on-unscheduled"),
+    pytest.param(make_pod("other", node_name="fake-node").raw, False, id="skip-queue-on-non-hostport"),
+    pytest.param(make_pod("other", node_name="fake-node", ports=[port(8081)]).raw, False,
+                 id="skip-queue-on-unrelated-hostport"),
+    pytest.param(make_pod("other", node_name="fake-node", ports=[port(8080)]).raw, True,
+                 id="queue-on-released-hostport"),
+    pytest.param(make_pod("other", nominated="fake-node", ports=[port(8080)]).raw, True,
+                 id="queue-on-nominated-pods-hostport"),
+    pytest.param(make_pod("other", node_name="fake-node", ports=[port(8080, "UDP")]).raw, False,
+                 id="skip-queue-on-other-protocol"),
+])
+def test_queueing_hint_after_assigned_pod_deleted(deleted, queue):
+    pod = make_pod("p", ports=[port(8080)])
+    assert NodePorts().is_schedulable_after_pod_deleted(pod, deleted, None) is queue
+
+
+def test_events_registered_as_upstream():
+    events = {(e.resource.value, int(e.action)): e.hint is not None for e in NodePorts().events_to_register()}
+    assert events == {("AssignedPod", 2): True, ("Node", 1): False}

@@ -326,3 +326,130 @@ def test_match_label_keys_narrow_the_selector_with_the_current_labels():
     [c] = PodTopologySpread.filter_constraints([constraint], {"app": "web", "rev": "2"}, "DoNotSchedule")
     assert not c.selector.matches({"app": "web", "rev": "1"})
     assert c.selector.matches({"app": "web", "rev": "2"})
+
+
+# Upstream's Test_isSchedulableAfterNodeChange, Test_isSchedulableAfterAssignedPodChange and
+# Test_isSchedulableAfterTargetPodChange (podtopologyspread/plugin_test.go, v1.37.1), with the
+# plugin's args as there (List defaulting, no default constraints).
+LIST_ARGS = {"defaultingType": "List"}
+ZONE_FOO = spread(1, "zone", "DoNotSchedule")
+NODE_FOO = spread(1, "node", "DoNotSchedule")
+NODE_BAR = spread(1, "node", "DoNotSchedule", BAR)
+TAINT_A = [{"key": "aaa", "value": "bbb", "effect": "NoSchedule"}]
+TAINT_C = [{"key": "ccc", "value": "bbb", "effect": "NoSchedule"}]
+
+
+def _node(labels, taints=None):
+    return {"metadata": {"name": "node-a", "labels": labels}, "spec": {"taints": taints} if taints else {}}
+
+
+@pytest.mark.parametrize("tsc, old, new, queue", [
+    pytest.param([ZONE_FOO], _node({"zone": "zone1"}), _node({"zone": "zone2"}), True,
+                 id="node updates label which matches topologyKey"),
+    pytest.param([ZONE_FOO], _node({"foo": "bar1"}), _node({"foo": "bar2"}), False,
+                 id="node that doesn't match topologySpreadConstraints updates non-related label"),
+    pytest.param([ZONE_FOO, NODE_FOO], _node({"zone": "zone1", "node": "node1", "foo": "bar"}),
+                 _node({"zone": "zone1", "node": "node1"}), False,
+                 id="node that match topologySpreadConstraints adds non-related label"),
+    pytest.param([ZONE_FOO], None, _node({"foo": "bar"}), False, id="create node with non-related labels"),
+    pytest.param([ZONE_FOO], None, _node({"zone": "zone1"}), True, id="create node with related labels"),
+    pytest.param([ZONE_FOO], _node({"foo": "bar"}), None, False, id="delete node with non-related labels"),
+    pytest.param([ZONE_FOO], _node({"zone": "zone1"}), None, True, id="delete node with related labels"),
+    pytest.param([ZONE_FOO, NODE_FOO], None, _node({"zone": "zone1"}), False,
+                 id="add node with related labels that only match one of topologySpreadConstraints"),
+    pytest.param([ZONE_FOO, NODE_FOO], None, _node({"zone": "zone1", "node": "node1"}), True,
+                 id="add node with related labels that match all topologySpreadConstraints"),
+    pytest.param([ZONE_FOO, NODE_FOO], _node({"zone": "zone1"}), _node({"zone": "zone1"}), False,
+                 id="update node with related labels that only match one of topologySpreadConstraints"),
+    pytest.param([ZONE_FOO, NODE_FOO], _node({"zone": "zone1", "node": "node1"}),
+                 _node({"zone": "zone1", "node": "node2"}), True,
+                 id="update node with related labels that match all topologySpreadConstraints"),
+    pytest.param([ZONE_FOO, NODE_FOO], _node({"zone": "zone1", "node": "node1"}, TAINT_A),
+                 _node({"zone": "zone1", "node": "node1"}, TAINT_C), True,
+                 id="update node with different taints that match all topologySpreadConstraints"),
+    pytest.param([ZONE_FOO, NODE_FOO], _node({"node": "node1"}, TAINT_A), _node({"node": "node1"}, TAINT_C), False,
+                 id="update node with different taints that only match one of topologySpreadConstraints"),
+])
+def test_queueing_hint_after_node_change(tsc, old, new, queue):
+    pod = make_pod("p", tsc=tsc)
+    assert PodTopologySpread(LIST_ARGS, FakeHandle([])).is_schedulable_after_node_change(pod, old, new) is queue
+
+
+def _placed(labels=None, node="fake-node", nominated="", namespace="default"):
+    return make_pod("p2", namespace, labels=labels, node_name=node, nominated=nominated).raw
+
+
+@pytest.mark.parametrize("tsc, old, new, queue", [
+    pytest.param([ZONE_FOO], None, _placed({"foo": ""}), True,
+                 id="add pod with labels match topologySpreadConstraints selector"),
+    pytest.param([ZONE_FOO], None, _placed({"foo": ""}, node=""), False, id="add un-scheduled pod"),
+    pytest.param([ZONE_FOO], _placed({"bar": ""}, node=""), _placed({"foo": ""}, node=""), False,
+                 id="update un-scheduled pod"),
+    pytest.param([ZONE_FOO], _placed({"foo": ""}, node=""), None, False, id="delete un-scheduled pod"),
+    pytest.param([ZONE_FOO], None, _placed({"foo": ""}, namespace="fake-namespace"), False,
+                 id="add pod with different namespace"),
+    pytest.param([ZONE_FOO], None, _placed({"bar": ""}), False,
+                 id="add pod with labels don't match topologySpreadConstraints selector"),
+    pytest.param([ZONE_FOO], _placed({"foo": ""}), None, True,
+                 id="delete pod with labels that match topologySpreadConstraints selector"),
+    pytest.param([ZONE_FOO], _placed({"bar": ""}, node="", nominated="fake-node"), None, False,
+                 id="delete nominated pod with labels that don't match topologySpreadConstraints selector"),
+    pytest.param([ZONE_FOO], _placed({"foo": ""}, node="", nominated="fake-node"), None, True,
+                 id="delete nominated pod with labels that match topologySpreadConstraints selector"),
+    pytest.param([ZONE_FOO], _placed({"bar": ""}), None, False,
+                 id="delete pod with labels that don't match topologySpreadConstraints selector"),
+    pytest.param([ZONE_FOO], _placed({"foo": "", "bar": "bar1"}), _placed({"foo": "", "bar": "bar2"}), False,
+                 id="update pod's non-related label"),
+    pytest.param([ZONE_FOO], _placed(), _placed({"foo": ""}), True,
+                 id="add pod's label that matches topologySpreadConstraints selector"),
+    pytest.param([ZONE_FOO], _placed({"foo": ""}), _placed(), True,
+                 id="delete pod label that matches topologySpreadConstraints selector"),
+    pytest.param([ZONE_FOO], _placed({"foo": "foo1"}), _placed({"foo": "foo2"}), False,
+                 id="change pod's label that matches topologySpreadConstraints selector"),
+    pytest.param([ZONE_FOO], _placed({"foo": "", "bar": "bar1"}), _placed({"foo": "", "bar": "bar2"}), False,
+                 id="change pod's label that doesn't match topologySpreadConstraints selector"),
+    pytest.param([ZONE_FOO, NODE_BAR], _placed({"foo": ""}), _placed({"foo": "", "bar": "bar2"}), True,
+                 id="add pod's label that matches topologySpreadConstraints selector with multi "
+                    "topologySpreadConstraints"),
+    pytest.param([ZONE_FOO, NODE_BAR], _placed({"foo": ""}), _placed({"foo": "", "baz": ""}), False,
+                 id="change pod's label that doesn't match topologySpreadConstraints selector with multi "
+                    "topologySpreadConstraints"),
+    pytest.param([ZONE_FOO, NODE_BAR], _placed({"foo": "", "bar": ""}), _placed({"foo": "", "bar": "bar2"}), False,
+                 id="change pod's label that match topologySpreadConstraints selector with multi "
+                    "topologySpreadConstraints"),
+])
+def test_queueing_hint_after_assigned_pod_change(tsc, old, new, queue):
+    pod = make_pod("p", labels={"foo": ""}, tsc=tsc)
+    hint = PodTopologySpread(LIST_ARGS, FakeHandle([])).is_schedulable_after_assigned_pod_change
+    assert hint(pod, old, new) is queue
+
+
+@pytest.mark.parametrize("taints_policy, old, new, queue", [
+    pytest.param("Honor", {"foo": ""}, {"foo": ""}, True,
+                 id="the unschedulable Pod has topologySpreadConstraint with NodeTaintsPolicy:Honor and has got a "
+                    "new toleration"),
+    pytest.param("Ignore", {"foo": ""}, {"foo": ""}, False,
+                 id="the unschedulable Pod has topologySpreadConstraint without NodeTaintsPolicy:Honor and has got a "
+                    "new toleration"),
+    pytest.param("Ignore", {}, {"foo": ""}, True,
+                 id="the unschedulable Pod has topologySpreadConstraint and has got a new label matching the "
+                    "selector of the constraint"),
+    pytest.param("Ignore", {}, {"unrelated": ""}, False,
+                 id="the unschedulable Pod has topologySpreadConstraint and has got a new unrelated label"),
+])
+def test_queueing_hint_after_target_pod_change(taints_policy, old, new, queue):
+    tsc = [spread(1, "zone", "DoNotSchedule", nodeTaintsPolicy=taints_policy), NODE_BAR]
+    pod = make_pod("p", labels={"foo": ""}, tsc=tsc)
+    toleration = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]
+    # The first two cases add a toleration and keep the labels; the last two change labels only.
+    before = make_pod("p", labels=old).raw
+    after = make_pod("p", labels=new, tolerations=toleration if old == new else None).raw
+    hint = PodTopologySpread(LIST_ARGS, FakeHandle([])).is_schedulable_after_target_pod_change
+    assert hint(pod, before, after) is queue
+
+
+def test_queueing_hints_requeue_when_a_selector_does_not_parse():
+    bad = make_pod("p", tsc=[spread(1, "zone", "DoNotSchedule", {"matchExpressions": [{"key": "a", "operator": "X"}]})])
+    plugin = PodTopologySpread(LIST_ARGS, FakeHandle([]))
+    assert plugin.is_schedulable_after_node_change(bad, None, _node({})) is True
+    assert plugin.is_schedulable_after_assigned_pod_change(bad, None, _placed({"x": ""})) is True
