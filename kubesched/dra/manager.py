@@ -11,6 +11,7 @@ only when a profile enables DynamicResources, and two overlays on the claims:
 from __future__ import annotations
 
 import threading
+from fractions import Fraction
 from typing import Any, Callable
 
 from kubesched import klog
@@ -18,6 +19,7 @@ from kubesched.backend.informer import Informer
 from kubesched.backend.trim import trim_metadata
 from kubesched.client import ApiError
 from kubesched.dra.cel import SelectorCache
+from kubesched.framework.quantity import QuantityError, parse_quantity
 
 API = "/apis/resource.k8s.io/v1"
 PATHS = {
@@ -52,10 +54,27 @@ def _rv(obj: dict) -> int:
 
 
 def allocated_device_ids(claim: dict) -> list[tuple[str, str, str]]:
-    """Devices a claim's allocation holds exclusively (admin access does not hold them)."""
+    """Devices a claim's allocation holds exclusively (admin access does not hold them, and
+    a result with a shareID holds only part of a device that allows multiple allocations)."""
     allocation = (claim.get("status") or {}).get("allocation") or {}
     return [(r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
-            for r in (allocation.get("devices") or {}).get("results") or () if not r.get("adminAccess")]
+            for r in (allocation.get("devices") or {}).get("results") or ()
+            if not r.get("adminAccess") and not r.get("shareID")]
+
+
+def add_shared_devices(claim: dict, shared: dict[tuple, dict[str, Fraction]]) -> None:
+    """The shares of a claim's allocation (results with a shareID), summed per device into
+    ``shared`` (upstream's AllocatedSharedDeviceIDs and AggregatedCapacity)."""
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    for r in (allocation.get("devices") or {}).get("results") or ():
+        if r.get("adminAccess") or not r.get("shareID"):
+            continue
+        consumed = shared.setdefault((r.get("driver", ""), r.get("pool", ""), r.get("device", "")), {})
+        for name, value in (r.get("consumedCapacity") or {}).items():
+            try:
+                consumed[name] = consumed.get(name, Fraction(0)) + parse_quantity(str(value))
+            except QuantityError:
+                continue  # the API server validated it; nothing sensible to count otherwise
 
 
 class DRAManager:
@@ -180,17 +199,28 @@ class DRAManager:
             return self._slices_list
 
     def allocated_devices(self) -> set[tuple[str, str, str]]:
-        """Every device held by an allocated claim or an allocation in flight."""
+        """Every device held whole by an allocated claim or an allocation in flight."""
+        return self.allocated_state()[0]
+
+    def allocated_state(self) -> tuple[set[tuple[str, str, str]], dict[tuple, dict[str, Fraction]]]:
+        """The devices held whole, and the shared ones with the capacity their shares consume
+        (GatherAllocatedState), from allocated claims and allocations in flight."""
         with self.lock:
             claims = dict(self.claims)
             claims.update(self.assumed)
             in_flight = list(self.in_flight.values())
         devices: set[tuple[str, str, str]] = set()
+        shared: dict[tuple, dict[str, Fraction]] = {}
+        allocated_uids = {(c.get("metadata") or {}).get("uid") for c in claims.values()
+                          if (c.get("status") or {}).get("allocation")}
         for claim in claims.values():
             devices.update(allocated_device_ids(claim))
+            add_shared_devices(claim, shared)
         for claim in in_flight:
             devices.update(allocated_device_ids(claim))
-        return devices
+            if (claim.get("metadata") or {}).get("uid") not in allocated_uids:
+                add_shared_devices(claim, shared)  # once PreBind wrote it, it counts above
+        return devices, shared
 
     # --- the assume cache ----------------------------------------------------------------------
 
