@@ -590,7 +590,7 @@ class _Run:
                 raise AllocationError(f"claim {self._key(self.claims[ci])}, request {req.name}: computing consumed "
                                       f"capacity for device {'/'.join(device_id)}: {err}") from None
             share_id = str(uuid.uuid4())
-            undo_steps.append(self._take_capacity(device_id, consumed))
+            undo_steps.append(self._take_capacity(device_id, {n: v for n, (v, _fmt) in consumed.items()}))
         self.results[ci].append(_Result(req, device_id, device, s, share_id, consumed))
         n = len(self.results[ci])
         undo_steps.append(lambda: self.results[ci].__delitem__(slice(n - 1, None)))
@@ -663,7 +663,7 @@ class _Run:
             if chosen_device.share_id is not None:
                 entry["shareID"] = chosen_device.share_id
             if chosen_device.consumed:
-                entry["consumedCapacity"] = {n: format_quantity(v) for n, v in chosen_device.consumed.items()}
+                entry["consumedCapacity"] = {n: format_quantity(v, fmt) for n, (v, fmt) in chosen_device.consumed.items()}
             if device.get("bindingConditions"):
                 entry["bindingConditions"] = list(device["bindingConditions"])
             if device.get("bindingFailureConditions"):
@@ -764,7 +764,7 @@ class _Result:
     __slots__ = ("request", "device_id", "device", "slice", "share_id", "consumed")
 
     def __init__(self, request: Request, device_id: tuple, device: dict, slice_: dict, share_id: str | None,
-                 consumed: dict[str, Fraction] | None):
+                 consumed: dict[str, tuple[Fraction, str]] | None):
         self.request, self.device_id, self.device, self.slice = request, device_id, device, slice_
         self.share_id, self.consumed = share_id, consumed
 

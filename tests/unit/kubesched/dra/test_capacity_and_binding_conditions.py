@@ -10,7 +10,7 @@ from test_dynamic_resources_plugin import RecordingClient, cycle, node, plugin, 
 
 from kubesched.dra import cel
 from kubesched.dra.allocator import AllocationError, Allocator
-from kubesched.dra.capacity import consumed_capacity, request_fits
+from kubesched.dra.capacity import consumed_capacity, format_quantity, request_fits
 from kubesched.dra.cel import SelectorCache
 from kubesched.dra.manager import DRAManager
 from kubesched.framework.interface import Code
@@ -44,7 +44,7 @@ def test_request_is_rounded_up_by_the_range_policy_and_the_device_is_shared():
                        [claim("a", memory_request("gpu", "5Gi")), claim("b", memory_request("gpu", "30Gi"))])
     (a,), (b,) = (r["devices"]["results"] for r in results)
     assert a["device"] == b["device"] == "gpu-0"
-    assert a["consumedCapacity"] == {"memory": str(8 * 2**30)} and b["consumedCapacity"] == {"memory": str(32 * 2**30)}
+    assert a["consumedCapacity"] == {"memory": "8Gi"} and b["consumedCapacity"] == {"memory": "32Gi"}
     assert a["shareID"] != b["shareID"]
 
 
@@ -57,14 +57,14 @@ def test_shares_already_allocated_count_against_the_capacity():
 
 def test_a_request_without_capacity_takes_the_default_and_above_max_fits_nowhere():
     assert consumed_capacity(None, {"memory": {"value": "40Gi", "requestPolicy": RANGE_POLICY}}) == {
-        "memory": parse_quantity("4Gi")}
+        "memory": (parse_quantity("4Gi"), "BinarySI")}
     assert allocate([shared_gpu_slice("n1", policy=RANGE_POLICY)], [claim("a", memory_request("gpu", "33Gi"))]) is None
 
 
 def test_valid_values_round_up_to_the_next_value():
     policy = {"default": "8Gi", "validValues": ["8Gi", "16Gi"]}
     capacities = {"memory": {"value": "40Gi", "requestPolicy": policy}}
-    assert consumed_capacity({"requests": {"memory": "9Gi"}}, capacities) == {"memory": parse_quantity("16Gi")}
+    assert consumed_capacity({"requests": {"memory": "9Gi"}}, capacities) == {"memory": (parse_quantity("16Gi"), "BinarySI")}
     assert not request_fits(None, {"requests": {"memory": "17Gi"}}, capacities, None)
 
 
@@ -74,6 +74,14 @@ def test_an_exclusive_device_checks_capacity_but_is_held_whole():
     (result,) = allocate(slices, [claim("a", memory_request("gpu", "10Gi"))])
     entry = result["devices"]["results"][0]
     assert "shareID" not in entry and "consumedCapacity" not in entry
+
+
+@pytest.mark.parametrize("value,fmt,text", [
+    (12 * 2**30, "BinarySI", "12Gi"), (1536 * 2**20, "BinarySI", "1536Mi"), (1000, "BinarySI", "1k"),
+    (12 * 2**30, "DecimalSI", "12884901888"), (15000, "DecimalSI", "15k"), (parse_quantity("0.5"), "DecimalSI", "500m"),
+])
+def test_consumed_capacity_prints_as_go_prints_a_quantity(value, fmt, text):
+    assert format_quantity(value, fmt) == text
 
 
 def test_a_request_for_a_capacity_the_device_lacks_skips_it():
