@@ -402,7 +402,8 @@ class _Run:
                         # Only the device's own capacity here: what others consume is checked when
                         # allocating, so a device that is full makes "All" fail.
                         try:
-                            fits = request_fits(None, req.capacity, device.get("capacity") or {}, None)
+                            fits = (not req.capacity and not device.get("allowMultipleAllocations")) or \
+                                request_fits(None, req.capacity, device.get("capacity") or {}, None)
                         except CapacityError as err:
                             raise AllocationError(f"claim {self._key(claim)}, request {req.name}: checking "
                                                   f"capacity for device {device.get('name')}: {err}") from None
@@ -598,6 +599,11 @@ class _Run:
 
     def _capacity_fits(self, ci: int, req: Request, device_id: tuple, device: dict, what: str) -> bool:
         """Whether the request fits the device's capacity beside the shares already taken."""
+        if not req.capacity and not device.get("allowMultipleAllocations"):
+            # Held whole and asked for no amount: it takes its full capacity, which always fits
+            # (the API allows no request policy without allowMultipleAllocations). The common
+            # case, so it skips the quantity arithmetic.
+            return True
         try:
             return request_fits(self.a.shared.get(device_id), req.capacity, device.get("capacity") or {},
                                 self.allocating_capacity.get(device_id))

@@ -100,9 +100,9 @@ def claim_ready_for_binding(claim: dict) -> bool:
     for result in (allocation.get("devices") or {}).get("results") or ():
         if not result.get("bindingConditions"):
             continue
+        # The first status of the device, whatever its shareID (getAllocatedDeviceStatus).
         device_status = next((d for d in statuses if (d.get("driver"), d.get("pool"), d.get("device"))
-                              == (result.get("driver"), result.get("pool"), result.get("device"))
-                              and d.get("shareID") == result.get("shareID")), None)
+                              == (result.get("driver"), result.get("pool"), result.get("device"))), None)
         if device_status is None:
             return False
         conditions = device_status.get("conditions") or ()

@@ -125,9 +125,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     os.makedirs(args.workdir, exist_ok=True)
     # Static nodes send no heartbeat: no node lifecycle controller and no kwok on the bench's
-    # own lab, only the controllers pods need (docs/performance.md, "Static nodes").
+    # own lab, only the controllers pods need (docs/performance.md, "Static nodes"), and those
+    # a selected workload names (the resourceclaim controller for claims from templates).
+    controllers = ["serviceaccount", "namespace"]
+    for workload, _scheduler, _profile in runs:
+        controllers += [c for c in workload.controllers if c not in controllers]
     lab = None if args.kubeconfig else PrivateLab.on_free_ports(
-        os.path.join(args.workdir, "lab"), LAB_KCM_CONTROLLERS="serviceaccount,namespace", LAB_KWOK="0")
+        os.path.join(args.workdir, "lab"), LAB_KCM_CONTROLLERS=",".join(controllers), LAB_KWOK="0")
     cluster = Cluster(args.kubeconfig) if args.kubeconfig else None
     if lab:
         progress.log(f"bench: the runs use their own etcd + kube-apiserver (lab/lab.sh, data in {lab.directory})")
