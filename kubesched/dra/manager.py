@@ -62,6 +62,32 @@ def allocated_device_ids(claim: dict) -> list[tuple[str, str, str]]:
             if not r.get("adminAccess") and not r.get("shareID")]
 
 
+def _allocated(claim: dict | None) -> bool:
+    return bool(((claim or {}).get("status") or {}).get("allocation"))
+
+
+def pods_affected_by_claim(old: dict | None, new: dict | None) -> Callable[[Any], bool] | None:
+    """Upstream's PreQueueingHint for a ResourceClaim event: None (every pod) when the event
+    frees devices (a deallocation, or an allocated claim deleted), else a test that passes only
+    the pods referring to this claim (by name, or through pod.status.resourceClaimStatuses), so
+    that each of many claims the resourceclaim controller makes wakes only its own pod."""
+    if (old is not None and new is not None and _allocated(old) and not _allocated(new)) or \
+            (new is None and _allocated(old)):
+        return None
+    meta = ((new or old) or {}).get("metadata") or {}
+    namespace, name = meta.get("namespace"), meta.get("name")
+
+    def refers_to_claim(pod: Any) -> bool:
+        if pod.namespace != namespace:
+            return False
+        raw = pod.raw
+        if any(pc.get("resourceClaimName") == name for pc in (raw.get("spec") or {}).get("resourceClaims") or ()):
+            return True
+        return any(s.get("resourceClaimName") == name
+                   for s in (raw.get("status") or {}).get("resourceClaimStatuses") or ())
+    return refers_to_claim
+
+
 def add_shared_devices(claim: dict, shared: dict[tuple, dict[str, Fraction]]) -> None:
     """The shares of a claim's allocation (results with a shareID), summed per device into
     ``shared`` (upstream's AllocatedSharedDeviceIDs and AggregatedCapacity)."""
@@ -88,7 +114,7 @@ class DRAManager:
         self.in_flight: dict[str, dict] = {}  # claim uid -> claim with its pending allocation
         self.cel = SelectorCache()
         self.informers: dict[str, Informer] = {}
-        self.on_event: Callable[[str, str, dict | None, dict | None], None] = lambda *a: None
+        self.on_event: Callable[..., None] = lambda *a, **kw: None
         self._slices_list: list[dict] | None = None
         self._extended: dict[str, dict] | None = None
 
@@ -136,7 +162,11 @@ class DRAManager:
                 # A rule changes the taints of slices' devices: to the queue it is a slice update.
                 self.on_event("resourceslices", "Update", None, None)
                 return
-            self.on_event(resource, action, obj if action == "Delete" else None, obj if action != "Delete" else None)
+            old, new = (obj, None) if action == "Delete" else (None, obj)
+            if resource == "resourceclaims":
+                self.on_event(resource, action, old, new, pre_check=pods_affected_by_claim(old, new))
+                return
+            self.on_event(resource, action, old, new)
         return handle
 
     def _update_handler(self, resource: str, store: dict) -> Callable[[dict, dict], None]:
@@ -149,6 +179,9 @@ class DRAManager:
                     self._slices_list = None
                 elif resource == "deviceclasses":
                     self._extended = None
+            if resource == "resourceclaims":
+                self.on_event(resource, "Update", old, new, pre_check=pods_affected_by_claim(old, new))
+                return
             self.on_event("resourceslices" if resource == "devicetaintrules" else resource, "Update", old, new)
         return handle
 

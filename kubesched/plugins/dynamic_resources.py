@@ -216,10 +216,28 @@ class DynamicResources:
         return [
             ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL
                          | ActionType.UPDATE_NODE_ALLOCATABLE),
-            ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
+            ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE,
+                         hint=self.is_schedulable_after_claim_change),
             ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
             ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE),
         ]
+
+    def is_schedulable_after_claim_change(self, pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """isSchedulableAfterClaimChange: the pod's own claim appeared or its status changed, or
+        a claim was deallocated; not when another claim changed or the pod still lacks one."""
+        if new is None:
+            return bool(((old or {}).get("status") or {}).get("allocation"))
+        try:
+            claims = self._pod_claims(pod.raw)
+        except ClaimNotReady:
+            return False
+        if old is not None and (old.get("status") or {}).get("allocation") and \
+                not (new.get("status") or {}).get("allocation"):
+            return True
+        uid = _meta(new).get("uid")
+        if not any(_meta(c).get("uid") == uid for c in claims):
+            return False
+        return old is None or (old.get("status") or {}) != (new.get("status") or {})
 
     # --- claims of a pod -------------------------------------------------------------------------
 

@@ -219,6 +219,15 @@ class Run:
         obj = self.dra.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "resourceclaims", claim)
         return (obj.get("status") or {}).get("allocation")
 
+    def pod_waiting_on_binding_conditions(self) -> dict:
+        """Pod p with claim c for the one GPU of node "gpu", whose binding conditions the driver
+        has not reported yet; returns the allocation once PreBind wrote it."""
+        self.make_nodes("gpu")
+        self.publish_body(binding_conditions(gpu_slice(self.node("gpu"), 1)))
+        self.claim("c", gpu_request(self.gpu_class()))
+        self.pod("p", "c")
+        return wait_for(lambda: self.allocation("c"), 30, 0.2, f"{self.kind} to write the allocation in PreBind")
+
     def event_messages(self, pod: str, reason: str) -> list[str]:
         events = self.core_v1.list_namespaced_event(self.namespace, field_selector=f"involvedObject.name={pod}")
         return sorted({e.message for e in events.items if e.reason == reason})
@@ -588,13 +597,9 @@ def test_gpu_shared_by_memory_until_it_is_full(runs):
 def test_device_with_binding_conditions_binds_once_the_driver_reports_it_ready(runs):
     """DRADeviceBindingConditions: PreBind writes the allocation, then waits for the driver."""
     def scenario(run):
-        run.make_nodes("gpu")
-        run.publish_body(binding_conditions(gpu_slice(run.node("gpu"), 1)))
-        run.claim("c", gpu_request(run.gpu_class()))
-        run.pod("p", "c")
-        wait_for(lambda: run.allocation("c"), 30, 0.2, f"{run.kind} to write the allocation in PreBind")
+        allocation = run.pod_waiting_on_binding_conditions()
         out = {"unbound-while-waiting": run.pending_without_decision("p", 3.0),
-               "conditions": run.allocation("c")["devices"]["results"][0].get("bindingConditions")}
+               "conditions": allocation["devices"]["results"][0].get("bindingConditions")}
         report_device_conditions(run.dra, run.namespace, "c", [{"type": "example.com/attached", "status": "True"}])
         out["p"] = run.outcome("p", timeout=30)
         out["events"] = [m.replace(run.node("gpu"), "NODE") for m in run.event_messages("p", "BindingConditionsPending")]
@@ -607,11 +612,7 @@ def test_device_with_binding_conditions_binds_once_the_driver_reports_it_ready(r
 
 def test_binding_failure_condition_fails_the_binding_and_frees_the_device(runs):
     def scenario(run):
-        run.make_nodes("gpu")
-        run.publish_body(binding_conditions(gpu_slice(run.node("gpu"), 1)))
-        run.claim("c", gpu_request(run.gpu_class()))
-        run.pod("p", "c")
-        first = wait_for(lambda: run.allocation("c"), 30, 0.2, f"{run.kind} to write the allocation in PreBind")
+        first = run.pod_waiting_on_binding_conditions()
         report_device_conditions(run.dra, run.namespace, "c", [
             {"type": "example.com/attach-failed", "status": "True", "reason": "NoLink", "message": "cable out"}])
 

@@ -209,3 +209,32 @@ def test_an_evaluation_longer_than_the_measured_limit_is_refused(monkeypatch):
     monkeypatch.setattr(cel, "CEL_SELECTOR_EVALUATION_TIME_LIMIT", -1.0)
     with pytest.raises(cel.CelError, match="^operation cancelled: actual cost limit exceeded$"):
         SelectorCache().get('device.driver == "x"').matches(cel.device_view("x", {"name": "d"}))
+
+
+# --- which pods a claim event wakes (PreQueueingHint and QueueingHint) ----------------------------
+
+def test_a_claim_event_concerns_only_the_pods_that_refer_to_the_claim():
+    from kubesched.dra.manager import pods_affected_by_claim
+
+    own, other = pod("p", (("gpu", "claim"),)), pod("q", (("gpu", "other"),))
+    refers = pods_affected_by_claim(None, claim())
+    assert refers(own) and not refers(other)
+    allocated = claim()
+    allocated["status"] = {"allocation": {"devices": {"results": []}}}
+    assert pods_affected_by_claim(allocated, claim()) is None  # a deallocation may help anyone
+    assert pods_affected_by_claim(allocated, None) is None
+
+
+def test_claim_hint_requeues_for_the_pods_own_claim_and_skips_unrelated_changes():
+    created = claim()
+    p = plugin([created], [gpu_slice("n1", 1)])
+    the_pod = pod()
+    assert p.is_schedulable_after_claim_change(the_pod, None, created)
+    assert not p.is_schedulable_after_claim_change(the_pod, created, copy.deepcopy(created))
+    updated = copy.deepcopy(created)
+    updated["status"] = {"reservedFor": [{"resource": "pods", "name": "x", "uid": "x"}]}
+    assert p.is_schedulable_after_claim_change(the_pod, created, updated)
+    unrelated = claim("unrelated", uid="u2")
+    assert not p.is_schedulable_after_claim_change(the_pod, None, unrelated)
+    waiting_for_another = pod("w", (("gpu", "claim"), ("nic", "missing")))
+    assert not p.is_schedulable_after_claim_change(waiting_for_another, None, created)
