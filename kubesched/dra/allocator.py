@@ -96,6 +96,10 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
+def _has_binding_conditions(pool: Pool) -> bool:
+    return any(d.get("bindingConditions") is not None for s in pool.slices for d in _spec(s).get("devices") or ())
+
+
 def _spec(obj: dict) -> dict:
     return obj.get("spec") or {}
 
@@ -217,7 +221,9 @@ class Allocator:
                     pools.append(pool)
                     continue
             pools.append(self._build_pool(driver, name, pool_slices, all_for_pool))
-        pools.sort(key=lambda p: (p.driver, p.name))
+        # Pools with a device that has binding conditions come last, so devices that are ready
+        # at once are preferred (each group sorted by pool ID).
+        pools.sort(key=lambda p: (_has_binding_conditions(p), p.driver, p.name))
         return pools
 
     def _build_pool(self, driver: str, name: str, slices: list[dict], all_for_pool: list[dict] | None) -> Pool:
