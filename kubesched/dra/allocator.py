@@ -501,10 +501,9 @@ class _Run:
             return cached
         device_id = f"{spec.get('driver')}/{(spec.get('pool') or {}).get('name')}/{device.get('name')}"
         result = False
-        if (self._selectors_match(req.class_, [(x.get("cel") or {}).get("expression") for x in
-                                                 (_spec(req.class_).get("selectors") or ())], s, index, device_id,
-                                    claim)
-              and self._selectors_match(None, req.selectors, s, index, device_id, claim)):
+        class_selectors = [(x.get("cel") or {}).get("expression") for x in _spec(req.class_).get("selectors") or ()]
+        if self._selectors_match(req.class_, class_selectors, s, index, device_id, claim) and \
+                self._selectors_match(None, req.selectors, s, index, device_id, claim):
             result = True
             if spec.get("perDeviceNodeSelection"):
                 result = node_matches(self.node, device.get("nodeName") or "", bool(device.get("allNodes")),
