@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
@@ -253,13 +253,15 @@ class EventHandlers:
                 if hasattr(plugin, "start_informers"):
                     self.object_informers.update(plugin.start_informers(self.client, stop, self.on_plugin_object_event))
 
-    def on_plugin_object_event(self, resource: str, action: str, old: dict | None, new: dict | None) -> None:
-        """A plugin's informer saw a change (a ResourceClaim update...): requeue the pods it may help."""
+    def on_plugin_object_event(self, resource: str, action: str, old: dict | None, new: dict | None,
+                               pre_check: Callable[[PodInfo], bool] | None = None) -> None:
+        """A plugin's informer saw a change (a ResourceClaim update...): requeue the pods it may help
+        (pre_check, upstream's PreQueueingHint, narrows them to the pods the object concerns)."""
         kind = {"resourceclaims": EventResource.RESOURCE_CLAIM, "resourceslices": EventResource.RESOURCE_SLICE,
                 "deviceclasses": EventResource.DEVICE_CLASS}.get(resource, EventResource.WILDCARD)
         self.queue.move_all_to_active_or_backoff(
             ClusterEvent(kind, {"Add": ActionType.ADD, "Delete": ActionType.DELETE}.get(action, ActionType.UPDATE),
-                         f"{kind.value}{action}"))
+                         f"{kind.value}{action}"), pre_check=pre_check, old=old, new=new)
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout

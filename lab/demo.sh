@@ -3,7 +3,8 @@
 #   demo.sh up     kwok nodes, 3 container masters, site.yml for the default scheduler and for
 #                  my-scheduler, workloads (not-ready node, dedicated nodes, preemption,
 #                  the second scheduler), a Deployment and a DaemonSet, and a table of where each pod landed,
-#                  whether it runs, and why. Safe to run again.
+#                  whether it runs, and why; then a GPU workload (S11, lab/demo_gpu.py) and the device
+#                  each of its pods got. Safe to run again.
 #   demo.sh down   remove the containers and every demo object from the lab API server.
 # Needs the lab API server (make lab-up), Docker and the base image (make setup).
 # A private lab is chosen as for lab/lab.sh, and the inventory follows it: LAB_DIR (default
@@ -46,6 +47,17 @@ lab_env() {
 log() { printf '\ndemo: %s\n' "$*"; }
 die() { printf 'demo: ERROR: %s\n' "$*" >&2; exit 1; }
 demo_py() { "$VENV/bin/python" "$ROOT/lab/demo.py" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+demo_gpu() { "$VENV/bin/python" "$ROOT/lab/demo_gpu.py" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+
+# S11: GPUs published by the fake DRA driver on two of the nodes, a Deployment whose pods each
+# get a GPU through a ResourceClaimTemplate, and which device each pod's claim got.
+gpu_workload() {
+  log "S11: the fake DRA driver publishes GPUs on demo-node-0 and demo-node-1; a Deployment asks for one GPU per pod"
+  demo_gpu up
+  demo_gpu wait || true
+  log "which GPU each pod got (from its claim's status.allocation)"
+  demo_gpu table
+}
 
 preflight() {
   [ -x "$VENV/bin/ansible-playbook" ] || die "the venv is missing; run 'make setup'."
@@ -146,6 +158,7 @@ up() {
   log "where each pod landed, and why"
   local verdict=0
   demo_py table || verdict=$?
+  gpu_workload || verdict=$?
 
   printf '\ndemo: timings\n'
   printf '  %s\n' "${SITE_RUNS[@]}"
@@ -170,6 +183,7 @@ down() {
   echo "demo: containers removed (the schedulers ran inside them)"
   if [ -s "$KUBECONFIG_ADMIN" ] && bash "$ROOT/lab/lab.sh" status >/dev/null 2>&1; then
     demo_py delete-workloads
+    demo_gpu down
     demo_py remove-namespaces kubesched-verify
     demo_py delete-stateful
     demo_py delete-nodes --prefix demo-node-

@@ -6,7 +6,10 @@ Each node gets one pool (named after the node) of GPUs with model, index, pcieRo
 driverVersion attributes and a memory capacity; with --partitionable, one more pool per node
 offers a GPU whole or as two halves through shared counters. A DeviceClass selecting the
 driver's devices is created too (--class-name; --extended-resource maps it to an extended
-resource name).
+resource name). ``shared_gpu_slice`` offers GPUs that several claims share by memory
+(allowMultipleAllocations with a request policy); ``binding_conditions`` makes devices that
+are ready for a pod only once the driver says so, which ``report_device_conditions`` does in
+the claim's status.devices.
 
     .venv/bin/python -m lab.fake_dra_driver --nodes node-0,node-1 --gpus 8 --partitionable
     .venv/bin/python -m lab.fake_dra_driver --delete
@@ -42,6 +45,40 @@ def gpu_slice(node: str, gpus: int = 8, driver: str = DRIVER, memory: str = "40G
             "metadata": {"name": f"{node}-{driver}", "labels": {"kubesched.io/fake-dra-driver": driver}},
             "spec": {"driver": driver, "nodeName": node,
                      "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}}
+
+
+def shared_gpu_slice(node: str, gpus: int = 1, driver: str = DRIVER, memory: str = "40Gi",
+                     step: str = "4Gi") -> dict:
+    """GPUs several claims can share (DRAConsumableCapacity): each allocation takes the memory
+    its request asks for, rounded up to a multiple of step (4Gi when it asks for none)."""
+    body = gpu_slice(node, gpus, driver, memory)
+    for device in body["spec"]["devices"]:
+        device["allowMultipleAllocations"] = True
+        device["capacity"]["memory"]["requestPolicy"] = {"default": step,
+                                                         "validRange": {"min": step, "step": step, "max": memory}}
+    return body
+
+
+def binding_conditions(body: dict, ready: str = "example.com/attached", failed: str = "example.com/attach-failed") -> dict:
+    """The slice's devices become usable by a pod only once the driver reports condition
+    ready True in the claim (DRADeviceBindingConditions); failed True means it never will."""
+    for device in body["spec"]["devices"]:
+        device["bindingConditions"] = [ready]
+        device["bindingFailureConditions"] = [failed]
+    return body
+
+
+def report_device_conditions(api, namespace: str, claim_name: str, conditions: list[dict]) -> dict:
+    """What a driver does once it prepared (or failed to prepare) the claim's devices: one
+    status.devices entry per allocated device, with the given conditions."""
+    claim = api.get_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", claim_name)
+    results = claim["status"]["allocation"]["devices"]["results"]
+    stamped = [{"lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "Fake", "message": "", **c}
+               for c in conditions]
+    claim["status"]["devices"] = [{"driver": r["driver"], "pool": r["pool"], "device": r["device"],
+                                   **({"shareID": r["shareID"]} if r.get("shareID") else {}),
+                                   "conditions": stamped} for r in results]
+    return api.replace_namespaced_custom_object_status(GROUP, VERSION, namespace, "resourceclaims", claim_name, claim)
 
 
 def partitionable_slices(node: str, driver: str = DRIVER, memory_gi: int = 80) -> list[dict]:

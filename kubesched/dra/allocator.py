@@ -8,15 +8,20 @@ off one device at a time, so the first answer is the one kube-scheduler finds. I
 what v1.37 turns on by default and kubesched supports: class and request CEL selectors,
 ExactCount and All, firstAvailable, matchAttribute and distinctAttribute, class and claim
 config, partitionable devices (sharedCounters / consumesCounters), admin access, device
-taints with request tolerations, per-device node selection, incomplete and invalid pools.
+taints with request tolerations, per-device node selection, incomplete and invalid pools,
+consumable capacity (kubesched/dra/capacity.py: capacity requests, devices shared by several
+claims with ``allowMultipleAllocations``, a shareID and consumedCapacity per result) and devices
+with binding conditions (copied into the result for PreBind to wait on).
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from fractions import Fraction
 from typing import Any, Callable
 
+from kubesched.dra.capacity import CapacityError, consumed_capacity, format_quantity, request_fits
 from kubesched.dra.cel import CelError, SelectorCache, device_view
 from kubesched.framework.quantity import QuantityError, parse_quantity
 from kubesched.plugins.helper.node_affinity import NodeSelector
@@ -91,6 +96,10 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
+def _has_binding_conditions(pool: Pool) -> bool:
+    return any(d.get("bindingConditions") is not None for s in pool.slices for d in _spec(s).get("devices") or ())
+
+
 def _spec(obj: dict) -> dict:
     return obj.get("spec") or {}
 
@@ -142,9 +151,14 @@ class Allocator:
     """Built once per scheduling cycle (PreFilter), used for every node (Filter)."""
 
     def __init__(self, allocated: set, classes: dict[str, dict], slices: list[dict],
-                 cel_cache: SelectorCache, claim_key: Callable[[dict], str] = _name, timeout: float = 0.0):
+                 cel_cache: SelectorCache, claim_key: Callable[[dict], str] = _name, timeout: float = 0.0,
+                 shared: dict[tuple, dict[str, Fraction]] | None = None):
         self.timeout = timeout  # seconds per node, 0 for none (DynamicResources' filterTimeout)
         self.allocated = allocated
+        # Devices with allowMultipleAllocations held by allocated claims: device -> the capacity
+        # their shares consume together (upstream's AllocatedSharedDeviceIDs and
+        # AggregatedCapacity; a device is in use when it is a key, even with nothing consumed).
+        self.shared = shared or {}
         self.classes = classes
         self.cel = cel_cache
         self.all_slices = slices
@@ -207,7 +221,9 @@ class Allocator:
                     pools.append(pool)
                     continue
             pools.append(self._build_pool(driver, name, pool_slices, all_for_pool))
-        pools.sort(key=lambda p: (p.driver, p.name))
+        # Pools with a device that has binding conditions come last, so devices that are ready
+        # at once are preferred (each group sorted by pool ID).
+        pools.sort(key=lambda p: (_has_binding_conditions(p), p.driver, p.name))
         return pools
 
     def _build_pool(self, driver: str, name: str, slices: list[dict], all_for_pool: list[dict] | None) -> Pool:
@@ -278,7 +294,8 @@ class Allocator:
             available = {cs: dict(counters) for cs, counters in pool.counter_sets.items()}
             for s in pool.slices + pool.slices_not_on_node:
                 for d in _spec(s).get("devices") or ():
-                    if (pool.driver, pool.name, d.get("name")) not in self.allocated:
+                    device_id = (pool.driver, pool.name, d.get("name"))
+                    if device_id not in self.allocated and device_id not in self.shared:
                         continue
                     for consumption in d.get("consumesCounters") or ():
                         counters = available.get(consumption.get("counterSet"), {})
@@ -304,7 +321,9 @@ class _Run:
         self.match_cache: dict[tuple, bool] = {}
         self.allocating: dict[tuple, set[int]] = {}
         self.consumed: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
-        self.results: list[list[tuple[Request, tuple, dict, dict]]] = []
+        # Capacity this run's shares take of devices that allow multiple allocations.
+        self.allocating_capacity: dict[tuple, dict[str, Fraction]] = {}
+        self.results: list[list[_Result]] = []
         self.deadline = time.monotonic() + alloc.timeout if alloc.timeout > 0 else 0.0
 
     def run(self) -> list[dict] | None:
@@ -365,9 +384,6 @@ class _Run:
         for i, expr in enumerate(req.selectors):
             if expr is None:
                 raise AllocationError(f"{label}, selector #{i}: CEL expression empty (unsupported selector type?)")
-        if req.capacity:
-            raise AllocationError(f"{label}: has capacity requests, but the DRAConsumableCapacity feature is "
-                                  "not supported by kubesched")
         if not req.class_name:
             raise AllocationError(f"{label}: missing device class name (unsupported request type?)")
         cls = self.a.classes.get(req.class_name)
@@ -386,8 +402,18 @@ class _Run:
                     raise AllocationError(f"{label}: asks for all devices, but resource pool {pool.id} is currently "
                                           "invalid")
                 for s in pool.slices:
-                    for di, _unused in enumerate(_spec(s).get("devices") or ()):
-                        if self._selectable(req, ci, s, di, claim):
+                    for di, device in enumerate(_spec(s).get("devices") or ()):
+                        if not self._selectable(req, ci, s, di, claim):
+                            continue
+                        # Only the device's own capacity here: what others consume is checked when
+                        # allocating, so a device that is full makes "All" fail.
+                        try:
+                            fits = (not req.capacity and not device.get("allowMultipleAllocations")) or \
+                                request_fits(None, req.capacity, device.get("capacity") or {}, None)
+                        except CapacityError as err:
+                            raise AllocationError(f"claim {self._key(claim)}, request {req.name}: checking "
+                                                  f"capacity for device {device.get('name')}: {err}") from None
+                        if fits:
                             req.all_devices.append((pool, s, di))
             req.num_devices = len(req.all_devices)
         else:
@@ -456,6 +482,8 @@ class _Run:
                         continue
                     if not self._selectable(req, ci, s, index, claim):
                         continue
+                    if not self._capacity_fits(ci, req, device_id, devices[index], "checking"):
+                        continue
                     undo = self._allocate_device(ci, req, pool, s, index)
                     if undo is None:
                         continue
@@ -473,13 +501,9 @@ class _Run:
             return cached
         device_id = f"{spec.get('driver')}/{(spec.get('pool') or {}).get('name')}/{device.get('name')}"
         result = False
-        if device.get("bindingConditions"):
-            # Devices with binding conditions need PreBind to wait on them: not supported.
-            pass
-        elif (self._selectors_match(req.class_, [(x.get("cel") or {}).get("expression") for x in
-                                                 (_spec(req.class_).get("selectors") or ())], s, index, device_id,
-                                    claim)
-              and self._selectors_match(None, req.selectors, s, index, device_id, claim)):
+        class_selectors = [(x.get("cel") or {}).get("expression") for x in _spec(req.class_).get("selectors") or ()]
+        if self._selectors_match(req.class_, class_selectors, s, index, device_id, claim) and \
+                self._selectors_match(None, req.selectors, s, index, device_id, claim):
             result = True
             if spec.get("perDeviceNodeSelection"):
                 result = node_matches(self.node, device.get("nodeName") or "", bool(device.get("allNodes")),
@@ -517,7 +541,8 @@ class _Run:
                          must: bool = False) -> Callable[[], None] | None:
         device = _spec(s)["devices"][index]
         device_id = (pool.driver, pool.name, device.get("name"))
-        if req.admin_access and ci in self.allocating.get(device_id, ()):
+        multiple = bool(device.get("allowMultipleAllocations"))
+        if not multiple and req.admin_access and ci in self.allocating.get(device_id, ()):
             return None
         if not req.admin_access and (device_id in self.a.allocated or self.allocating.get(device_id)):
             return None
@@ -527,7 +552,9 @@ class _Run:
             for step in reversed(undo_steps):
                 step()
 
-        if device.get("consumesCounters"):
+        # A shared device already in use has had its counters charged by its first share.
+        in_use_shared = multiple and (device_id in self.a.shared or device_id in self.allocating_capacity)
+        if device.get("consumesCounters") and not in_use_shared:
             if not self._reserve_counters(pool, device):
                 return None
             undo_steps.append(lambda: self._release_counters(pool, device))
@@ -549,12 +576,64 @@ class _Run:
                                           "satisfied")
                 return None
             undo_steps.append(lambda c=constraint: c.remove(base, sub))
-        self.allocating.setdefault(device_id, set()).add(ci)
-        undo_steps.append(lambda: self.allocating[device_id].discard(ci))
-        self.results[ci].append((req, device_id, device, s))
+        if not multiple:
+            self.allocating.setdefault(device_id, set()).add(ci)
+            undo_steps.append(lambda: self.allocating[device_id].discard(ci))
+        try:
+            fits = self._capacity_fits(ci, req, device_id, device, "rechecking")
+        except AllocationError:
+            undo()
+            raise
+        if not fits:
+            undo()
+            return None
+        share_id, consumed = None, None
+        if multiple:
+            try:
+                consumed = consumed_capacity(req.capacity, device.get("capacity") or {})
+            except CapacityError as err:
+                undo()
+                raise AllocationError(f"claim {self._key(self.claims[ci])}, request {req.name}: computing consumed "
+                                      f"capacity for device {'/'.join(device_id)}: {err}") from None
+            share_id = str(uuid.uuid4())
+            undo_steps.append(self._take_capacity(device_id, {n: v for n, (v, _fmt) in consumed.items()}))
+        self.results[ci].append(_Result(req, device_id, device, s, share_id, consumed))
         n = len(self.results[ci])
         undo_steps.append(lambda: self.results[ci].__delitem__(slice(n - 1, None)))
         return undo
+
+    def _capacity_fits(self, ci: int, req: Request, device_id: tuple, device: dict, what: str) -> bool:
+        """Whether the request fits the device's capacity beside the shares already taken."""
+        if not req.capacity and not device.get("allowMultipleAllocations"):
+            # Held whole and asked for no amount: it takes its full capacity, which always fits
+            # (the API allows no request policy without allowMultipleAllocations). The common
+            # case, so it skips the quantity arithmetic.
+            return True
+        try:
+            return request_fits(self.a.shared.get(device_id), req.capacity, device.get("capacity") or {},
+                                self.allocating_capacity.get(device_id))
+        except CapacityError as err:
+            raise AllocationError(f"claim {self._key(self.claims[ci])}, request {req.name}: {what} capacity for "
+                                  f"device {'/'.join(device_id)}: {err}") from None
+
+    def _take_capacity(self, device_id: tuple, consumed: dict[str, Fraction]) -> Callable[[], None]:
+        """Record one share's capacity; the returned step gives it back. The entry itself marks
+        the device as shared in this run, so it stays while an earlier share holds it."""
+        existed = device_id in self.allocating_capacity
+        entry = self.allocating_capacity.setdefault(device_id, {})
+        for name, value in consumed.items():
+            entry[name] = entry.get(name, Fraction(0)) + value
+
+        def give_back() -> None:
+            current = self.allocating_capacity.get(device_id)
+            if current is None:
+                return
+            for name, value in consumed.items():
+                if name in current:
+                    current[name] -= value
+            if not existed and all(v == 0 for v in current.values()):
+                del self.allocating_capacity[device_id]
+        return give_back
 
     def _reserve_counters(self, pool: Pool, device: dict) -> bool:
         available = self.a.available_counters(pool)
@@ -584,13 +663,22 @@ class _Run:
         devices_spec = _spec(claim).get("devices") or {}
         raw_requests = devices_spec.get("requests") or ()
         results = []
-        for req, device_id, _device, _s in self.results[ci]:
+        for chosen_device in self.results[ci]:
+            req, device_id, device = chosen_device.request, chosen_device.device_id, chosen_device.device
             entry: dict[str, Any] = {"request": req.full_name, "driver": device_id[0], "pool": device_id[1],
                                      "device": device_id[2]}
             if req.admin_access:
                 entry["adminAccess"] = True
             if req.tolerations:
                 entry["tolerations"] = req.tolerations
+            if chosen_device.share_id is not None:
+                entry["shareID"] = chosen_device.share_id
+            if chosen_device.consumed:
+                entry["consumedCapacity"] = {n: format_quantity(v, fmt) for n, (v, fmt) in chosen_device.consumed.items()}
+            if device.get("bindingConditions"):
+                entry["bindingConditions"] = list(device["bindingConditions"])
+            if device.get("bindingFailureConditions"):
+                entry["bindingFailureConditions"] = list(device["bindingFailureConditions"])
             results.append(entry)
 
         def chosen(ri: int) -> Request:
@@ -644,8 +732,8 @@ class _Run:
     def _node_selector(self, ci: int) -> dict | None:
         fields: list[dict] = []
         expressions: list[dict] = []
-        for _req, _device_id, device, s in self.results[ci]:
-            spec = _spec(s)
+        for chosen_device in self.results[ci]:
+            device, spec = chosen_device.device, _spec(chosen_device.slice)
             if spec.get("perDeviceNodeSelection"):
                 node_name, selector = device.get("nodeName"), device.get("nodeSelector")
             else:
@@ -679,6 +767,17 @@ def _merge(source: Any, target: list[dict]) -> None:
 
 class _MaxSizeExceeded(Exception):
     pass
+
+
+class _Result:
+    """One device chosen for one request (upstream's internalDeviceResult)."""
+
+    __slots__ = ("request", "device_id", "device", "slice", "share_id", "consumed")
+
+    def __init__(self, request: Request, device_id: tuple, device: dict, slice_: dict, share_id: str | None,
+                 consumed: dict[str, tuple[Fraction, str]] | None):
+        self.request, self.device_id, self.device, self.slice = request, device_id, device, slice_
+        self.share_id, self.consumed = share_id, consumed
 
 
 def _lookup_attribute(device: dict, device_id: tuple, name: str) -> dict | None:

@@ -11,6 +11,7 @@ only when a profile enables DynamicResources, and two overlays on the claims:
 from __future__ import annotations
 
 import threading
+from fractions import Fraction
 from typing import Any, Callable
 
 from kubesched import klog
@@ -18,6 +19,7 @@ from kubesched.backend.informer import Informer
 from kubesched.backend.trim import trim_metadata
 from kubesched.client import ApiError
 from kubesched.dra.cel import SelectorCache
+from kubesched.framework.quantity import QuantityError, parse_quantity
 
 API = "/apis/resource.k8s.io/v1"
 PATHS = {
@@ -52,10 +54,53 @@ def _rv(obj: dict) -> int:
 
 
 def allocated_device_ids(claim: dict) -> list[tuple[str, str, str]]:
-    """Devices a claim's allocation holds exclusively (admin access does not hold them)."""
+    """Devices a claim's allocation holds exclusively (admin access does not hold them, and
+    a result with a shareID holds only part of a device that allows multiple allocations)."""
     allocation = (claim.get("status") or {}).get("allocation") or {}
     return [(r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
-            for r in (allocation.get("devices") or {}).get("results") or () if not r.get("adminAccess")]
+            for r in (allocation.get("devices") or {}).get("results") or ()
+            if not r.get("adminAccess") and not r.get("shareID")]
+
+
+def _allocated(claim: dict | None) -> bool:
+    return bool(((claim or {}).get("status") or {}).get("allocation"))
+
+
+def pods_affected_by_claim(old: dict | None, new: dict | None) -> Callable[[Any], bool] | None:
+    """Upstream's PreQueueingHint for a ResourceClaim event: None (every pod) when the event
+    frees devices (a deallocation, or an allocated claim deleted), else a test that passes only
+    the pods referring to this claim (by name, or through pod.status.resourceClaimStatuses), so
+    that each of many claims the resourceclaim controller makes wakes only its own pod."""
+    if (old is not None and new is not None and _allocated(old) and not _allocated(new)) or \
+            (new is None and _allocated(old)):
+        return None
+    meta = ((new or old) or {}).get("metadata") or {}
+    namespace, name = meta.get("namespace"), meta.get("name")
+
+    def refers_to_claim(pod: Any) -> bool:
+        if pod.namespace != namespace:
+            return False
+        raw = pod.raw
+        if any(pc.get("resourceClaimName") == name for pc in (raw.get("spec") or {}).get("resourceClaims") or ()):
+            return True
+        return any(s.get("resourceClaimName") == name
+                   for s in (raw.get("status") or {}).get("resourceClaimStatuses") or ())
+    return refers_to_claim
+
+
+def add_shared_devices(claim: dict, shared: dict[tuple, dict[str, Fraction]]) -> None:
+    """The shares of a claim's allocation (results with a shareID), summed per device into
+    ``shared`` (upstream's AllocatedSharedDeviceIDs and AggregatedCapacity)."""
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    for r in (allocation.get("devices") or {}).get("results") or ():
+        if r.get("adminAccess") or not r.get("shareID"):
+            continue
+        consumed = shared.setdefault((r.get("driver", ""), r.get("pool", ""), r.get("device", "")), {})
+        for name, value in (r.get("consumedCapacity") or {}).items():
+            try:
+                consumed[name] = consumed.get(name, Fraction(0)) + parse_quantity(str(value))
+            except QuantityError:
+                continue  # the API server validated it; nothing sensible to count otherwise
 
 
 class DRAManager:
@@ -69,7 +114,7 @@ class DRAManager:
         self.in_flight: dict[str, dict] = {}  # claim uid -> claim with its pending allocation
         self.cel = SelectorCache()
         self.informers: dict[str, Informer] = {}
-        self.on_event: Callable[[str, str, dict | None, dict | None], None] = lambda *a: None
+        self.on_event: Callable[..., None] = lambda *a, **kw: None
         self._slices_list: list[dict] | None = None
         self._extended: dict[str, dict] | None = None
 
@@ -117,7 +162,11 @@ class DRAManager:
                 # A rule changes the taints of slices' devices: to the queue it is a slice update.
                 self.on_event("resourceslices", "Update", None, None)
                 return
-            self.on_event(resource, action, obj if action == "Delete" else None, obj if action != "Delete" else None)
+            old, new = (obj, None) if action == "Delete" else (None, obj)
+            if resource == "resourceclaims":
+                self.on_event(resource, action, old, new, pre_check=pods_affected_by_claim(old, new))
+                return
+            self.on_event(resource, action, old, new)
         return handle
 
     def _update_handler(self, resource: str, store: dict) -> Callable[[dict, dict], None]:
@@ -130,6 +179,9 @@ class DRAManager:
                     self._slices_list = None
                 elif resource == "deviceclasses":
                     self._extended = None
+            if resource == "resourceclaims":
+                self.on_event(resource, "Update", old, new, pre_check=pods_affected_by_claim(old, new))
+                return
             self.on_event("resourceslices" if resource == "devicetaintrules" else resource, "Update", old, new)
         return handle
 
@@ -180,17 +232,28 @@ class DRAManager:
             return self._slices_list
 
     def allocated_devices(self) -> set[tuple[str, str, str]]:
-        """Every device held by an allocated claim or an allocation in flight."""
+        """Every device held whole by an allocated claim or an allocation in flight."""
+        return self.allocated_state()[0]
+
+    def allocated_state(self) -> tuple[set[tuple[str, str, str]], dict[tuple, dict[str, Fraction]]]:
+        """The devices held whole, and the shared ones with the capacity their shares consume
+        (GatherAllocatedState), from allocated claims and allocations in flight."""
         with self.lock:
             claims = dict(self.claims)
             claims.update(self.assumed)
             in_flight = list(self.in_flight.values())
         devices: set[tuple[str, str, str]] = set()
+        shared: dict[tuple, dict[str, Fraction]] = {}
+        allocated_uids = {(c.get("metadata") or {}).get("uid") for c in claims.values()
+                          if (c.get("status") or {}).get("allocation")}
         for claim in claims.values():
             devices.update(allocated_device_ids(claim))
+            add_shared_devices(claim, shared)
         for claim in in_flight:
             devices.update(allocated_device_ids(claim))
-        return devices
+            if (claim.get("metadata") or {}).get("uid") not in allocated_uids:
+                add_shared_devices(claim, shared)  # once PreBind wrote it, it counts above
+        return devices, shared
 
     # --- the assume cache ----------------------------------------------------------------------
 

@@ -9,15 +9,20 @@ in flight so two pods never get one device; PreBind writes status.allocation and
 reservedFor; Score prefers nodes where a prioritized list got an earlier choice.
 
 Extended resources backed by DRA (kubesched/dra/extended.py) ride along as one more claim,
-made in PreBind. Not supported: consumable capacity (requests with capacity are an error),
-devices with binding conditions (never selected). A pod without claims or DRA-backed extended resources skips every extension
-point (PreFilter Skip).
+made in PreBind. Devices with binding conditions (DRADeviceBindingConditions, on by default in
+v1.37): PreBind waits until the driver reports every binding condition True in the claim's
+status.devices (polling every 5 s, up to bindingTimeout, 600 s by default); a binding failure
+condition or the timeout fails PreBind, Unreserve takes the pod off the claim, and the next
+attempt's Filter finds the claim unavailable, so PostFilter deallocates it. A pod without
+claims or DRA-backed extended resources skips every extension point (PreFilter Skip).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import threading
+import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -51,6 +56,7 @@ from kubesched.plugins.helper.normalize_score import default_normalize_score
 STATE_KEY = "DynamicResources"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE = 8
+BINDING_CONDITIONS_POLL_INTERVAL = 5.0  # seconds, as upstream's wait.PollUntilContextTimeout in PreBind
 
 
 def _duration(args: dict, key: str, default: float) -> float:
@@ -67,9 +73,66 @@ class ClaimNotReady(Exception):
     pass
 
 
+class DeviceBindingFailed(Exception):
+    """A binding failure condition is True (upstream's ErrDeviceBindingFailed)."""
+
+
+def _parse_time(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _condition(conditions: list, condition_type: str) -> dict | None:
+    return next((c for c in conditions or () if c.get("type") == condition_type), None)
+
+
+def claim_ready_for_binding(claim: dict) -> bool:
+    """isClaimReadyForBinding: every binding condition of every allocated device True in the
+    claim's status.devices; DeviceBindingFailed when a binding failure condition is True."""
+    allocation = (claim.get("status") or {}).get("allocation")
+    if allocation is None:
+        return False
+    statuses = (claim.get("status") or {}).get("devices") or ()
+    for result in (allocation.get("devices") or {}).get("results") or ():
+        if not result.get("bindingConditions"):
+            continue
+        # The first status of the device, whatever its shareID (getAllocatedDeviceStatus).
+        device_status = next((d for d in statuses if (d.get("driver"), d.get("pool"), d.get("device"))
+                              == (result.get("driver"), result.get("pool"), result.get("device"))), None)
+        if device_status is None:
+            return False
+        conditions = device_status.get("conditions") or ()
+        for condition_type in result.get("bindingFailureConditions") or ():
+            failed = _condition(conditions, condition_type)
+            if failed is not None and failed.get("status") == "True":
+                raise DeviceBindingFailed(
+                    f"device binding failed: claim={_meta(claim).get('name')}, reason={failed.get('reason', '')}, "
+                    f"message={json.dumps(failed.get('message', ''), ensure_ascii=False)}")
+        for condition_type in result["bindingConditions"]:
+            met = _condition(conditions, condition_type)
+            if met is None or met.get("status") != "True":
+                return False
+    return True
+
+
+def claim_binding_timed_out(claim: dict, timeout: float, now: float | None = None) -> bool:
+    """isClaimTimeout: a device with binding conditions, allocated longer than timeout ago."""
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    allocated_at = _parse_time(allocation.get("allocationTimestamp"))
+    if allocated_at is None:
+        return False
+    if not any(r.get("bindingConditions") is not None for r in (allocation.get("devices") or {}).get("results") or ()):
+        return False
+    return allocated_at + timeout < (time.time() if now is None else now)
+
+
 class _State:
     __slots__ = ("claims", "allocator", "available_on", "node_allocations", "unavailable", "allocations", "lock",
-                 "extended", "extended_scalars", "node_extended")
+                 "extended", "extended_scalars", "node_extended", "bound_waiting")
 
     def __init__(self) -> None:
         self.claims: list[dict] = []
@@ -85,6 +148,9 @@ class _State:
         self.extended: dict | None = None
         self.extended_scalars: dict[str, int] = {}
         self.node_extended: dict[str, tuple[dict, list[dict]]] = {}
+        # Allocated claims whose devices have binding conditions: Filter checks they have not
+        # failed or timed out.
+        self.bound_waiting: list[int] = []
 
     def clone(self) -> "_State":
         return self  # shared across the cycle, as upstream's stateData
@@ -150,10 +216,28 @@ class DynamicResources:
         return [
             ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL
                          | ActionType.UPDATE_NODE_ALLOCATABLE),
-            ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
+            ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE,
+                         hint=self.is_schedulable_after_claim_change),
             ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
             ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE),
         ]
+
+    def is_schedulable_after_claim_change(self, pod: PodInfo, old: dict | None, new: dict | None) -> bool:
+        """isSchedulableAfterClaimChange: the pod's own claim appeared or its status changed, or
+        a claim was deallocated; not when another claim changed or the pod still lacks one."""
+        if new is None:
+            return bool(((old or {}).get("status") or {}).get("allocation"))
+        try:
+            claims = self._pod_claims(pod.raw)
+        except ClaimNotReady:
+            return False
+        if old is not None and (old.get("status") or {}).get("allocation") and \
+                not (new.get("status") or {}).get("allocation"):
+            return True
+        uid = _meta(new).get("uid")
+        if not any(_meta(c).get("uid") == uid for c in claims):
+            return False
+        return old is None or (old.get("status") or {}) != (new.get("status") or {})
 
     # --- claims of a pod -------------------------------------------------------------------------
 
@@ -214,6 +298,8 @@ class DynamicResources:
             if allocation is not None:
                 selector = allocation.get("nodeSelector")
                 s.available_on.append(NodeSelector(selector) if selector else None)
+                if any(r.get("bindingConditions") for r in (allocation.get("devices") or {}).get("results") or ()):
+                    s.bound_waiting.append(len(s.available_on) - 1)
                 continue
             s.available_on.append(None)
             to_allocate += 1
@@ -239,8 +325,9 @@ class DynamicResources:
                 if status is not None:
                     return None, status
         if to_allocate:
-            s.allocator = Allocator(self.manager.allocated_devices(), dict(self.manager.classes),
-                                    self.manager.list_slices(), self.manager.cel, claim_key, self.filter_timeout)
+            allocated, shared = self.manager.allocated_state()
+            s.allocator = Allocator(allocated, dict(self.manager.classes), self.manager.list_slices(),
+                                    self.manager.cel, claim_key, self.filter_timeout, shared=shared)
         s.claims = claims
         return None, None
 
@@ -288,6 +375,9 @@ class DynamicResources:
                 (s.extended.get("status") or {}).get("allocation") is None:
             return None  # only extended resources, all served by the node's allocatable
         unavailable = [i for i, sel in enumerate(s.available_on) if sel is not None and not sel.matches(node_info)]
+        for index in s.bound_waiting:
+            if index not in unavailable and self._binding_blocked(s.claims[index]):
+                unavailable.append(index)
         allocations: dict[int, dict] | None = None
         if s.allocator is not None:
             indices, to_allocate = [], []
@@ -319,6 +409,15 @@ class DynamicResources:
                 if node_claim is not None:
                     s.node_extended[node_info.name] = (node_claim, mappings)
         return None
+
+    def _binding_blocked(self, claim: dict) -> bool:
+        """An allocated claim whose binding failed, or has not finished within bindingTimeout:
+        unavailable, so that PostFilter deallocates it and other devices get a chance."""
+        try:
+            ready = claim_ready_for_binding(claim)
+        except DeviceBindingFailed:
+            return True
+        return not ready and claim_binding_timed_out(claim, self.binding_timeout)
 
     # --- PostFilter ----------------------------------------------------------------------------------
 
@@ -461,7 +560,47 @@ class DynamicResources:
                 s.claims[index] = self._bind_claim(pod, claim, s.allocations.get(index))
             except (ApiError, ClaimNotReady) as err:
                 return Status(Code.ERROR, str(err), plugin=self.name, error=err)
+        if any(r.get("bindingConditions") for c in s.claims
+               for r in (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or ()):
+            return self._wait_for_binding_conditions(s, pod, node_name)
         return None
+
+    def _wait_for_binding_conditions(self, s: _State, pod: PodInfo, node_name: str) -> Status | None:
+        """Wait until the driver reports the devices ready (all binding conditions True), as
+        upstream's PreBind: check now, then every 5 s, until bindingTimeout."""
+        recorder = getattr(self.handle, "event_recorder", None)
+        if recorder is not None:
+            recorder.eventf(pod.raw, "Normal", "BindingConditionsPending", "Scheduling",
+                            f"waiting for binding conditions for device on node {node_name}")
+        deadline = time.monotonic() + self.binding_timeout
+        while True:
+            try:
+                if self._pod_ready_for_binding(s):
+                    return None
+            except (DeviceBindingFailed, ClaimNotReady) as err:
+                return Status(Code.ERROR, str(err), plugin=self.name, error=err)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return Status(Code.ERROR, "device binding timeout: context deadline exceeded", plugin=self.name)
+            time.sleep(min(BINDING_CONDITIONS_POLL_INTERVAL, remaining))
+            if time.monotonic() >= deadline:
+                return Status(Code.ERROR, "device binding timeout: context deadline exceeded", plugin=self.name)
+
+    def _pod_ready_for_binding(self, s: _State) -> bool:
+        """isPodReadyForBinding, on the claims as the informer sees them now."""
+        for index, claim in enumerate(s.claims):
+            meta = _meta(claim)
+            if meta.get("name") == SPECIAL_CLAIM_NAME:
+                continue  # extended resources the node's allocatable served: no claim was made
+            current = self.manager.get_claim(meta.get("namespace", ""), meta.get("name", ""))
+            if current is None:
+                raise ClaimNotReady(f'resourceclaim.resource.k8s.io "{meta.get("name")}" not found')
+            s.claims[index] = current
+            if not claim_ready_for_binding(current):
+                if claim_binding_timed_out(current, self.binding_timeout):
+                    raise ClaimNotReady(f"device binding timeout: claim={meta.get('name')}")
+                return False
+        return True
 
     def _bind_extended_claim(self, s: _State, index: int, pod: PodInfo, node_name: str) -> Status | None:
         """Create the claim of the pod's extended resources, allocate and reserve it, and

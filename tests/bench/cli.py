@@ -109,9 +109,6 @@ def profile_run(context: RunContext, workload, qps_profile: str, label: str, res
     context.progress.log(f"{label}: profile written to {os.path.relpath(summary)}")
 
 
-BENCH_LAB_CONTROLLERS = "serviceaccount,namespace,resourceclaim-controller"
-
-
 def _interrupt_on_sigterm(signum, _frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -133,11 +130,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     os.makedirs(args.workdir, exist_ok=True)
     # Static nodes send no heartbeat: no node lifecycle controller and no kwok on the bench's
-    # own lab, only the controllers pods need (docs/performance.md, "Static nodes"): the
-    # resourceclaim controller makes the claims of SchedulingWithResourceClaimTemplate's pods.
+    # own lab, only the controllers pods need (docs/performance.md, "Static nodes"), and those
+    # a selected workload names (the resourceclaim controller for claims from templates).
+    controllers = ["serviceaccount", "namespace"]
+    for workload, _scheduler, _profile in runs:
+        controllers += [c for c in workload.controllers if c not in controllers]
     lab = None if args.kubeconfig else PrivateLab.on_free_ports(
-        os.path.join(args.workdir, "lab"), LAB_KCM_CONTROLLERS=BENCH_LAB_CONTROLLERS, LAB_KCM_API_QPS="5000",
-        LAB_KWOK="0")
+        os.path.join(args.workdir, "lab"), LAB_KCM_CONTROLLERS=",".join(controllers),
+        # kcm's default 20 QPS made a claim every 100 ms: as fast as scheduler_perf's in-process controller.
+        LAB_KCM_API_QPS="5000", LAB_KWOK="0")
     cluster = Cluster(args.kubeconfig) if args.kubeconfig else None
     if lab:
         progress.log(f"bench: the runs use their own etcd + kube-apiserver (lab/lab.sh, data in {lab.directory})")

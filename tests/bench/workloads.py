@@ -64,6 +64,9 @@ class Workload:
     # Objects created before the pods, as (API collection path, body) pairs given the node
     # names and the namespace: DeviceClasses, ResourceSlices, ResourceClaimTemplates.
     cluster_objects: Callable[[list[str], str], list[tuple[str, dict]]] | None = None
+    # kube-controller-manager controllers the workload needs beyond the bench lab's
+    # serviceaccount and namespace ones (the same for every scheduler of the run).
+    controllers: tuple[str, ...] = ()
     # Storage objects made before any pod: storage(namespace, node names, init pods, measured
     # pods) -> [(collection path, bodies)], e.g. CSINodes and one bound claim per pod.
     storage: Callable[[str, list[str], int, int], list[tuple[str, list[dict]]]] | None = None
@@ -237,9 +240,9 @@ WORKLOADS: tuple[Workload, ...] = (
              description="2,000 bound low-priority 900m pods fill the nodes; 3-cpu priority-10 pods preempt"),
     Workload("SchedulingWithResourceClaimTemplate/500Nodes", _plain_nodes(500), 2000,
              _measured(resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": DRA_TEMPLATE}]),
-             cluster_objects=_dra_objects, timeout_per_pod_s=0.5,
+             cluster_objects=_dra_objects, timeout_per_pod_s=0.5, controllers=("resourceclaim-controller",),
              description="each pod claims one of 8 GPUs per node through a ResourceClaimTemplate "
-                         "(needs kube-controller-manager's resourceclaim controller in the lab)"),
+                         "(kube-controller-manager's resourceclaim controller makes each pod's claim)"),
     Workload("SchedulingCSIPVs/1000Nodes", _plain_nodes(1000), 1000, _csi_pv_pod, init_pods=1000,
              init_pod=_csi_pv_init_pod, storage=_csi_storage,
              description="each pod mounts its own claim bound to a CSI PV; CSINodes allow 39 volumes per node; "

@@ -17,7 +17,15 @@ import pytest
 import yaml
 from kubesched_lab import API_VERSION, free_port, wait_for
 
-from lab.fake_dra_driver import DRIVER, device_class, gpu_slice, partitionable_slices
+from lab.fake_dra_driver import (
+    DRIVER,
+    binding_conditions,
+    device_class,
+    gpu_slice,
+    partitionable_slices,
+    report_device_conditions,
+    shared_gpu_slice,
+)
 
 KUBE_SCHEDULER = os.path.expanduser("~/.cache/kubesched/v1.37.1/bin/kube-scheduler")
 GROUP, VERSION = "resource.k8s.io", "v1"
@@ -89,6 +97,10 @@ class Run:
 
     def publish(self, role: str, gpus: int = 8, **kwargs) -> None:
         body = gpu_slice(self.node(role), gpus, **kwargs)
+        self._create_cluster("resourceslices", body)
+        self.slices.append(body["metadata"]["name"])
+
+    def publish_body(self, body: dict) -> None:
         self._create_cluster("resourceslices", body)
         self.slices.append(body["metadata"]["name"])
 
@@ -202,6 +214,23 @@ class Run:
             return [f"{r['pool'][len(self.node_prefix):].rsplit('-', 1)[0]}/{r['device']}:{r['request']}"
                     for r in allocation["devices"]["results"]]
         return wait_for(allocated, timeout, 0.2, f"{self.kind} to allocate claim {claim}")
+
+    def allocation(self, claim: str) -> dict | None:
+        obj = self.dra.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "resourceclaims", claim)
+        return (obj.get("status") or {}).get("allocation")
+
+    def pod_waiting_on_binding_conditions(self) -> dict:
+        """Pod p with claim c for the one GPU of node "gpu", whose binding conditions the driver
+        has not reported yet; returns the allocation once PreBind wrote it."""
+        self.make_nodes("gpu")
+        self.publish_body(binding_conditions(gpu_slice(self.node("gpu"), 1)))
+        self.claim("c", gpu_request(self.gpu_class()))
+        self.pod("p", "c")
+        return wait_for(lambda: self.allocation("c"), 30, 0.2, f"{self.kind} to write the allocation in PreBind")
+
+    def event_messages(self, pod: str, reason: str) -> list[str]:
+        events = self.core_v1.list_namespaced_event(self.namespace, field_selector=f"involvedObject.name={pod}")
+        return sorted({e.message for e in events.items if e.reason == reason})
 
     def reserved_for(self, claim: str) -> list[str]:
         obj = self.dra.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "resourceclaims", claim)
@@ -539,3 +568,66 @@ def test_broken_resource_slice_makes_its_pool_invalid(runs):
     result = agree(runs, scenario)
     assert result["node"] == "" and not result["allocated"]
     assert "invalid resource pools were encountered" in result["message"]
+
+
+def test_gpu_shared_by_memory_until_it_is_full(runs):
+    """DRAConsumableCapacity: one GPU that allows multiple allocations, 40Gi in 4Gi steps."""
+    def scenario(run):
+        run.make_nodes("gpu")
+        run.publish_body(shared_gpu_slice(run.node("gpu")))
+        cls = run.gpu_class()
+        out = {}
+        for name, memory in (("a", "10Gi"), ("b", "20Gi"), ("c", "10Gi")):
+            run.claim(name, gpu_request(cls, capacity={"requests": {"memory": memory}}))
+            run.pod(name, name)
+            out[name] = run.outcome(name)
+        for name in ("a", "b"):
+            (result,) = run.allocation(name)["devices"]["results"]
+            out[f"{name}-device"] = result["device"]
+            out[f"{name}-consumed"] = result["consumedCapacity"]
+            out[f"{name}-share"] = bool(result.get("shareID"))
+        return out
+
+    result = agree(runs, scenario)
+    assert result["a-device"] == result["b-device"] == "gpu-0" and result["a-share"] and result["b-share"]
+    assert (result["a-consumed"], result["b-consumed"]) == ({"memory": "12Gi"}, {"memory": "20Gi"})
+    assert result["c"]["node"] == "" and "cannot allocate all claims" in result["c"]["message"]
+
+
+def test_device_with_binding_conditions_binds_once_the_driver_reports_it_ready(runs):
+    """DRADeviceBindingConditions: PreBind writes the allocation, then waits for the driver."""
+    def scenario(run):
+        allocation = run.pod_waiting_on_binding_conditions()
+        out = {"unbound-while-waiting": run.pending_without_decision("p", 3.0),
+               "conditions": allocation["devices"]["results"][0].get("bindingConditions")}
+        report_device_conditions(run.dra, run.namespace, "c", [{"type": "example.com/attached", "status": "True"}])
+        out["p"] = run.outcome("p", timeout=30)
+        out["events"] = [m.replace(run.node("gpu"), "NODE") for m in run.event_messages("p", "BindingConditionsPending")]
+        return out
+
+    assert agree(runs, scenario) == {"unbound-while-waiting": True, "conditions": ["example.com/attached"],
+                                     "p": {"node": "gpu", "message": ""},
+                                     "events": ["waiting for binding conditions for device on node NODE"]}
+
+
+def test_binding_failure_condition_fails_the_binding_and_frees_the_device(runs):
+    def scenario(run):
+        first = run.pod_waiting_on_binding_conditions()
+        report_device_conditions(run.dra, run.namespace, "c", [
+            {"type": "example.com/attach-failed", "status": "True", "reason": "NoLink", "message": "cable out"}])
+
+        def failed_then_freed():
+            messages = [m for m in run.event_messages("p", "FailedScheduling") if "device binding failed" in m]
+            allocation = run.allocation("c")
+            freed = allocation is None or allocation.get("allocationTimestamp") != first.get("allocationTimestamp") \
+                or not run.reserved_for("c")
+            return messages if messages and freed else None
+        messages = wait_for(failed_then_freed, 40, 0.3, f"{run.kind} to fail PreBind and let the claim go")
+        return {"messages": [m.replace(run.namespace, "NS") for m in messages],
+                "bound": bool(json.loads(run.core_v1.read_namespaced_pod("p", run.namespace, _preload_content=False)
+                                         .data)["spec"].get("nodeName"))}
+
+    result = agree(runs, scenario)
+    assert result["bound"] is False
+    assert result["messages"] == ['running PreBind plugin "DynamicResources": device binding failed: claim=c, '
+                                  'reason=NoLink, message="cable out"']

@@ -14,6 +14,7 @@ import pytest
 
 from kubesched.dra.allocator import AllocationError, Allocator
 from kubesched.dra.cel import SelectorCache
+from kubesched.framework.quantity import parse_quantity
 from kubesched.framework.types import NodeInfo
 
 HERE = Path(__file__).parent / "golden"
@@ -26,9 +27,13 @@ CEL = SelectorCache()
 
 
 def normalized(value):
-    """Drop what Go's omitempty drops, so both sides compare as JSON."""
+    """Drop what Go's omitempty drops, so both sides compare as JSON. A shareID is a fresh
+    UUID on each side: only its presence is compared."""
     if isinstance(value, dict):
-        return {k: normalized(v) for k, v in value.items() if v not in (None, [], {}, "", False)}
+        out = {k: normalized(v) for k, v in value.items() if v not in (None, [], {}, "", False)}
+        if "shareID" in out:
+            out["shareID"] = "<a share ID>"
+        return out
     if isinstance(value, list):
         return [normalized(v) for v in value]
     return value
@@ -37,9 +42,14 @@ def normalized(value):
 def kubesched_answer(scenario: dict) -> dict:
     classes = {c["metadata"]["name"]: c for c in scenario["classes"]}
     allocated = {tuple(d) for d in scenario["allocated"]}
+    shared = {}
+    for share in scenario["shared"]:
+        consumed = shared.setdefault(tuple(share["device"]), {})
+        for name, value in (share["consumedCapacity"] or {}).items():
+            consumed[name] = consumed.get(name, 0) + parse_quantity(value)
     out = {}
     for node in scenario["nodes"]:
-        allocator = Allocator(allocated, classes, scenario["slices"], CEL)
+        allocator = Allocator(allocated, classes, scenario["slices"], CEL, shared=shared)
         try:
             allocations = allocator.allocate(NodeInfo(node), scenario["claims"])
             out[node["metadata"]["name"]] = {"error": None, "allocations": normalized(allocations)}

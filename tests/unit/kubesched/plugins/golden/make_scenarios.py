@@ -444,8 +444,71 @@ def dra_scenario(seed: int) -> dict:
                                   "opaque": {"driver": driver, "parameters": {"claim": c}}}]
         claims.append({"metadata": {"name": f"claim-{c}", "namespace": "default", "uid": f"uid-{seed}-{c}"},
                        "spec": {"devices": devices}})
-    return {"name": f"dra-{seed}", "nodes": nodes, "slices": slices, "classes": classes, "claims": claims,
-            "allocated": [list(d) for d in allocated]}
+    scenario = {"name": f"dra-{seed}", "nodes": nodes, "slices": slices, "classes": classes, "claims": claims,
+                "allocated": [list(d) for d in allocated], "shared": []}
+    dra_consumable_capacity_and_binding_conditions(random.Random(seed + 1_000_000), scenario)
+    return scenario
+
+
+DRA_MEMORY_REQUESTS = ["1Gi", "5Gi", "10Gi", "30Gi", "50Gi", "1500Mi"]
+
+
+def dra_consumable_capacity_and_binding_conditions(rng, scenario):
+    """DRAConsumableCapacity and DRADeviceBindingConditions (both on by default in v1.37), drawn
+    from their own random stream so the rest of each scenario stays as it was: devices shared by
+    several claims (allowMultipleAllocations) with request policies, shares already allocated,
+    capacity requests, and devices with binding conditions."""
+    allocated = {tuple(d) for d in scenario["allocated"]}
+    for s in scenario["slices"]:
+        spec = s["spec"]
+        for device in spec.get("devices") or ():
+            device_id = (spec["driver"], spec["pool"]["name"], device["name"])
+            if rng.random() < 0.3:
+                device["allowMultipleAllocations"] = True
+                allocated.discard(device_id)  # a shared device is never held whole
+                memory = device["capacity"]["memory"]
+                total = parse_gi(memory["value"])
+                policy = rng.random()
+                if policy < 0.35:
+                    memory["requestPolicy"] = {"default": "4Gi", "validRange": {"min": "4Gi", "step": "4Gi",
+                                                                                **({"max": f"{total // 2}Gi"}
+                                                                                   if rng.random() < 0.5 else {})}}
+                elif policy < 0.7:
+                    values = [v for v in (8, 16, 32, 40) if v <= total]
+                    memory["requestPolicy"] = {"default": f"{values[0]}Gi", "validValues": [f"{v}Gi" for v in values]}
+                if rng.random() < 0.3:
+                    device["capacity"]["bandwidth"] = {"value": "100", "requestPolicy": {
+                        "default": "10", "validRange": {"min": "10", "step": "10"}}}
+                if rng.random() < 0.3:
+                    consumed = {"memory": rng.choice(["8Gi", "16Gi", "32Gi"])}
+                    if "bandwidth" in device["capacity"] and rng.random() < 0.5:
+                        consumed["bandwidth"] = "50"
+                    scenario["shared"].append({"device": list(device_id), "consumedCapacity": consumed})
+            if rng.random() < 0.1:
+                device["bindingConditions"] = ["example.com/attached"]
+                device["bindingFailureConditions"] = ["example.com/failed"]  # the API requires both
+    scenario["allocated"] = [list(d) for d in sorted(allocated)]
+    for claim in scenario["claims"]:
+        for request in claim["spec"]["devices"]["requests"]:
+            for target in [request.get("exactly")] + list(request.get("firstAvailable") or ()):
+                if target is None or rng.random() >= 0.35:
+                    continue
+                requests = {"memory": rng.choice(DRA_MEMORY_REQUESTS)}
+                if rng.random() < 0.25:
+                    requests["bandwidth"] = rng.choice(["15", "40"])
+                target["capacity"] = {"requests": requests}
+            if request.get("exactly") is not None and rng.random() < 0.03:
+                # Past the runtime cost limit (CELSelectorExpressionMaxCost) in cel-go and cel-cpp alike.
+                request["exactly"]["selectors"] = [{"cel": {"expression": DRA_EXPENSIVE_SELECTOR}}]
+
+
+# 100^3 loop iterations: about 4,000,000 cel-go cost units, and past cel-cpp's 10,000 iterations.
+DRA_EXPENSIVE_SELECTOR = ("cel.bind(l, [" + ", ".join(str(i) for i in range(100)) + "], "
+                          "l.all(a, l.all(b, l.all(c, a + b + c >= 0))))")
+
+
+def parse_gi(value):
+    return int(value[:-2]) if value.endswith("Gi") else int(value[:-2]) // 1024
 
 
 # --- volumes: VolumeBinding, VolumeZone, NodeVolumeLimits, VolumeRestrictions ----------------

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -21,10 +23,18 @@ type draScenario struct {
 	Classes   []*resourceapi.DeviceClass   `json:"classes"`
 	Claims    []*resourceapi.ResourceClaim `json:"claims"`
 	Allocated [][3]string                  `json:"allocated"`
+	Shared    []draShare                   `json:"shared"`
+}
+
+// draShare is one allocation of a device that allows multiple allocations (a shareID in an
+// allocated claim's result), with the capacity it consumes.
+type draShare struct {
+	Device           [3]string                                       `json:"device"`
+	ConsumedCapacity map[resourceapi.QualifiedName]resource.Quantity `json:"consumedCapacity"`
 }
 
 type draNodeResult struct {
-	Error       *string                         `json:"error"`
+	Error       *string                        `json:"error"`
 	Allocations []resourceapi.AllocationResult `json:"allocations"`
 }
 
@@ -42,6 +52,8 @@ func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
 }
 
 // The allocator features of v1.37's default gates (DynamicResources' AllocatorFeatures).
+// DRAFractionalCapacityRange is off: `kube-scheduler --help` of 1.37.1 says "BETA -
+// default=false", on only with --min-compatibility-version>=1.37.
 var draFeatures = structured.Features{
 	AdminAccess:             true,
 	PrioritizedList:         true,
@@ -49,7 +61,7 @@ var draFeatures = structured.Features{
 	DeviceTaints:            true,
 	DeviceBindingAndStatus:  true,
 	ConsumableCapacity:      true,
-	FractionalCapacityRange: true,
+	FractionalCapacityRange: false,
 }
 
 func runDRA(ctx context.Context, sc *draScenario) (map[string]draNodeResult, error) {
@@ -61,6 +73,14 @@ func runDRA(ctx context.Context, sc *draScenario) (map[string]draNodeResult, err
 		AllocatedDevices:         allocated,
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
 		AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
+	}
+	for i, share := range sc.Shared {
+		deviceID := structured.MakeDeviceID(share.Device[0], share.Device[1], share.Device[2])
+		shareID := types.UID(fmt.Sprintf("share-%d", i))
+		state.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(deviceID, &shareID))
+		if share.ConsumedCapacity != nil {
+			state.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(deviceID, share.ConsumedCapacity))
+		}
 	}
 	celCache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: true})
 	out := map[string]draNodeResult{}
