@@ -10,6 +10,7 @@ import time
 
 from lab.private_lab import ROOT, PrivateLab
 from tests.bench.cluster import Cluster, NodeSet, remove_cluster_objects
+from tests.bench.load import MAX_LOAD_PER_CORE, LoadMonitor, refusal_message
 from tests.bench.profile import summarise
 from tests.bench.report import merge_results, write_docs, write_plot
 from tests.bench.runner import Progress, RunContext, format_record, git_commit, run_one
@@ -62,6 +63,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="sample kubesched with py-spy during its runs and write where its time goes to "
                              "tests/bench/results/profile-<workload>.txt; profiled runs are not recorded")
     parser.add_argument("--list", action="store_true", help="print the runs that would be made and exit")
+    parser.add_argument("--allow-busy", action="store_true",
+                        help="measure even when the machine is busy; every record is then marked busy: true and "
+                             "left out of the docs table and plot")
+    parser.add_argument("--max-load", type=float, default=MAX_LOAD_PER_CORE, metavar="PER_CORE",
+                        help="a 1-minute load average above this per core counts as busy (default: %(default)s)")
     args = parser.parse_args(argv)
     args.scheduler = _split(args.scheduler) or (["kubesched"] if args.profile else list(SCHEDULER_NAMES))
     unknown = [name for name in args.scheduler if name not in SCHEDULER_NAMES]
@@ -81,6 +87,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--binder-concurrency must be at least 1")
     if args.stop_after is not None and args.stop_after <= 0:
         parser.error("--stop-after must be a positive number of minutes")
+    if args.max_load <= 0:
+        parser.error("--max-load must be a positive load average per core")
     return args
 
 
@@ -116,6 +124,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{workload.name}  {scheduler}  {profile}")
         return 0
     progress = Progress()
+    # The run's own processes never count as busy: the bench's children, and the lab, whose
+    # command lines name its directory.
+    monitor = LoadMonitor(ours=[os.path.abspath(args.workdir)]
+                          + ([os.path.dirname(os.path.abspath(args.kubeconfig))] if args.kubeconfig else []),
+                          max_load_per_core=args.max_load)
+    start_load = monitor.check()
+    if start_load.busy and not args.allow_busy:
+        print(refusal_message(start_load), file=sys.stderr)
+        return 2
+    progress.log(f"bench: load average {start_load.load1:.2f}"
+                 + (f"; busy, measuring anyway (--allow-busy): {'; '.join(start_load.reasons())}"
+                    if start_load.busy else ", no other busy process"))
     skipped = {name: reason for name in args.scheduler if (reason := available(name))}
     for name, reason in skipped.items():
         progress.log(f"bench: skipping {name}: {reason}")
@@ -134,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     context = RunContext(cluster, NAMESPACE, args.workdir, cluster and NodeSet(cluster), progress,
                          args.run_timeout, lab)
     context.binder_concurrency = args.binder_concurrency
+    context.load_monitor, context.start_load, context.allow_busy = monitor, start_load, args.allow_busy
     if args.pin_kubesched and "kubesched" in args.scheduler:
         context.kubesched_source = pin_kubesched(args.workdir)
         progress.log(f"bench: kubesched runs from {context.kubesched_source}")

@@ -23,12 +23,14 @@ from tests.bench.cluster import (
     ensure_priority_class,
     remove_storage_objects,
 )
+from tests.bench.load import LoadMonitor, LoadReport
 from tests.bench.measure import percentile
 from tests.bench.profile import Sampler
 from tests.bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, RunningScheduler, command_line
 from tests.bench.workloads import MEASURED_LABEL, Workload, init_pod_bodies, node_names, pod_manifest
 
 SAMPLE_INTERVAL_S = 0.5
+LOAD_SAMPLE_INTERVAL_S = 2.0
 # One schedulerName for every scheduler, so a saved backlog serves each of them.
 SCHEDULER_NAME = "bench-scheduler"
 
@@ -78,6 +80,9 @@ class RunContext:
     kubesched_source: str | None = None  # set by --pin-kubesched
     binder_concurrency: int = BINDER_CONCURRENCY
     commit: str = ""  # what the records name: set once, at the start of the bench
+    load_monitor: LoadMonitor | None = None  # samples the machine during each run
+    start_load: LoadReport | None = None  # what the check before the bench found
+    allow_busy: bool = False  # --allow-busy: every record is marked busy
 
     def _reconnect(self) -> None:
         self.cluster = Cluster(self.lab.kubeconfig)
@@ -212,6 +217,9 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
     stop_arrivals = threading.Event()
     arrivals = None
     failure = ""
+    if ctx.load_monitor:
+        ctx.load_monitor.reset_run()
+    next_load_sample = 0.0
     try:
         if workload.mode == "steady":
             _wait_warm(ctx, running, scheduler_name, label)
@@ -226,6 +234,9 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
             if now >= next_sample:
                 running.stats.sample()
                 next_sample = now + SAMPLE_INTERVAL_S
+            if ctx.load_monitor and now >= next_load_sample:
+                ctx.load_monitor.sample_run()
+                next_load_sample = now + LOAD_SAMPLE_INTERVAL_S
             if running.exited() is not None:
                 failure = f"{scheduler} exited with status {running.exited()}"
                 ctx.progress.log(f"{label}: {failure}; last lines of {log_path}:\n{running.log_tail()}")
@@ -250,8 +261,18 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
             sampler.finish()
     record = summarise(workload, scheduler, qps_profile, running, watcher.bound_at, created_at, failure,
                        ctx.commit or git_commit(pinned=ctx.kubesched_source is not None))
+    record.update(load_fields(ctx))
     ctx.progress.log(f"{label}: {format_record(record)}")
     return record
+
+
+def load_fields(ctx: RunContext) -> dict:
+    """The load a record was measured under, and whether that makes it a busy record: the
+    machine was busy at the start, another process was busy during the run, or --allow-busy."""
+    start = ctx.start_load.as_record() if ctx.start_load else None
+    during = ctx.load_monitor.run_record() if ctx.load_monitor else None
+    busy = ctx.allow_busy or bool(ctx.start_load and ctx.start_load.busy) or bool(during and during["busy_processes"])
+    return {"busy": busy, "load": {"start": start, "during": during}}
 
 
 def summarise(workload: Workload, scheduler: str, qps_profile: str, running: RunningScheduler,
@@ -309,4 +330,5 @@ def format_record(record: dict) -> str:
     return (f"{record['bound']}/{record['pods']} bound, {show(record['pods_per_s'])} pods/s, "
             f"p50 {show(record['p50_ms'], ' ms')}, p99 {show(record['p99_ms'], ' ms')}, "
             f"cpu {record['cpu_s']} s, peak rss {record['peak_rss_mb']} MB"
-            + (f" [{record['failure']}]" if record.get("failure") else ""))
+            + (f" [{record['failure']}]" if record.get("failure") else "")
+            + (" [BUSY machine: not comparable]" if record.get("busy") else ""))
