@@ -109,19 +109,14 @@ class RunContext:
         self.nodes.ensure(workload.nodes, self.progress.log)
         for name, value in workload.priority_classes:
             ensure_priority_class(self.cluster, name, value)
-        if workload.cluster_objects is not None:
-            by_path: dict[str, list[dict]] = {}
-            for path, body in workload.cluster_objects(node_names(workload.nodes), self.namespace):
-                by_path.setdefault(path, []).append(body)
-            for path, bodies in by_path.items():  # in order: classes, slices, templates
+        if workload.objects_before_pods is not None:
+            remove_storage_objects(self.cluster, self.namespace)  # a shared API server may hold an older run's
+            groups = workload.objects_before_pods(self.namespace, node_names(workload.nodes), workload.init_pods,
+                                                  workload.pods)
+            for path, bodies in groups:  # in order: a claim's volume before the claim, a class before its slices
                 self.cluster.create_all(path, bodies)
-            self.progress.log(f"{label}: created {sum(map(len, by_path.values()))} cluster objects")
-        if workload.storage is not None:
-            remove_storage_objects(self.cluster, self.namespace)
-            for path, bodies in workload.storage(self.namespace, node_names(workload.nodes), workload.init_pods,
-                                                 workload.pods):
-                self.cluster.create_all(path, bodies)
-            self.progress.log(f"{label}: created the workload's CSINodes, PersistentVolumes and claims")
+            self.progress.log(f"{label}: created {sum(len(bodies) for _path, bodies in groups)} objects the pods "
+                              f"need ({', '.join(path.rsplit('/', 1)[-1] for path, _bodies in groups)})")
         init_bodies = init_pod_bodies(workload, node_names(workload.nodes))
         if init_bodies:
             self.cluster.create_all(pods_path, init_bodies)
