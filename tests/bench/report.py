@@ -93,15 +93,36 @@ def _excluded_note(excluded: list[dict]) -> list[str]:
                 "were measured under. Re-run them on a quiet machine (`make bench` refuses a busy one)."]
 
 
+def is_loop_only(record: dict) -> bool:
+    return record.get("mode") == "loop-only"
+
+
+def loop_table(records: list[dict]) -> list[str]:
+    """The scheduling loop alone (`--loop-only`): kubesched's own ceiling, API work excluded."""
+    if not records:
+        return []
+    lines = ["", "The scheduling loop alone (`python -m tests.bench --loop-only`, API work excluded; method below):",
+             "", "| workload | scheduler | nodes | pods | bound | pods/s | CPU ms/pod | CPU s | peak RSS MB | load |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in records:
+        bound = _cell(r["bound"]) + ("" if r["complete"] else " ⚠")
+        lines.append(f"| {r['workload']} | {r['scheduler']} | {_cell(r['nodes'])} | {_cell(r['pods'])} | {bound} "
+                     f"| {_cell(r['pods_per_s'], 1)} | {_cell(r['cpu_ms_per_pod'], 3)} | {_cell(r['cpu_s'], 1)} "
+                     f"| {_cell(r['peak_rss_mb'])} | {_load_cell(r)} |")
+    return lines
+
+
 def markdown_table(document: dict) -> str:
-    records = [r for r in document["records"] if is_quiet(r)]
+    quiet = [r for r in document["records"] if is_quiet(r)]
+    records = [r for r in quiet if not is_loop_only(r)]
+    loop_records = [r for r in quiet if is_loop_only(r)]
     excluded = [r for r in document["records"] if not is_quiet(r)]
     lines = [
         TABLE_BEGIN,
         "",
         f"Measured {document['generated']} on {document['host']['cpus']} cores, "
         f"{document['host']['memory_gib']} GiB; commits: "
-        + ", ".join(sorted({r["commit"] for r in records})) + "; only records from a quiet machine "
+        + (", ".join(sorted({r["commit"] for r in quiet})) or "–") + "; only records from a quiet machine "
         "(1-minute load average at the start, highest during the run, in the last column).",
         "",
         "| workload | qps/burst | scheduler | nodes | pods | bound | pods/s | p50 ms | p99 ms | start-up s "
@@ -122,6 +143,7 @@ def markdown_table(document: dict) -> str:
     if not all(r["complete"] for r in records):
         lines += ["", "⚠: not every pod was bound (the run timed out or the scheduler exited); see `failure` in "
                       "`tests/bench/results/latest.json`."]
+    lines += loop_table(loop_records)
     lines += _excluded_note(excluded)
     lines += [
         "",
@@ -178,7 +200,7 @@ def write_plot(path: str, document: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    records = [r for r in document["records"] if r.get("pods_per_s") and is_quiet(r)]
+    records = [r for r in document["records"] if r.get("pods_per_s") and is_quiet(r) and not is_loop_only(r)]
     profiles = [p for p in QPS_ORDER if any(r["qps_profile"] == p for r in records)]
     if not profiles:
         # Never leave an older plot standing for figures the table no longer shows.

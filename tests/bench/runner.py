@@ -26,7 +26,7 @@ from tests.bench.cluster import (
 from tests.bench.load import LoadMonitor, LoadReport
 from tests.bench.measure import percentile
 from tests.bench.profile import Sampler
-from tests.bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, RunningScheduler, command_line
+from tests.bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, RunningScheduler, command_line, scheduler_label
 from tests.bench.workloads import MEASURED_LABEL, Workload, init_pod_bodies, node_names, pod_manifest
 
 SAMPLE_INTERVAL_S = 0.5
@@ -83,6 +83,7 @@ class RunContext:
     load_monitor: LoadMonitor | None = None  # samples the machine during each run
     start_load: LoadReport | None = None  # what the check before the bench found
     allow_busy: bool = False  # --allow-busy: every record is marked busy
+    kubesched_feature_gates: dict[str, bool] | None = None  # --kubesched-feature-gates
 
     def _reconnect(self) -> None:
         self.cluster = Cluster(self.lab.kubeconfig)
@@ -206,7 +207,7 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
     log_path = os.path.join(ctx.workdir, f"{scheduler}.log")
     running = RunningScheduler(scheduler, command_line(scheduler, ctx.cluster, ctx.workdir, scheduler_name,
                                                        qps, burst, ctx.kubesched_source,
-                                                       ctx.binder_concurrency), log_path)
+                                                       ctx.binder_concurrency, ctx.kubesched_feature_gates), log_path)
     sampler = Sampler(running.process.pid, profile_output) if profile_output else None
     created_at: dict[str, float] = {}
     stop_arrivals = threading.Event()
@@ -257,6 +258,7 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
     record = summarise(workload, scheduler, qps_profile, running, watcher.bound_at, created_at, failure,
                        ctx.commit or git_commit(pinned=ctx.kubesched_source is not None))
     record.update(load_fields(ctx))
+    record["scheduler"] = scheduler_label(scheduler, ctx.kubesched_feature_gates)
     ctx.progress.log(f"{label}: {format_record(record)}")
     return record
 
