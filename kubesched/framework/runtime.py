@@ -126,7 +126,10 @@ class Framework:
             klog.info("Disabling signatures for profile because plugins do not support it.",
                       profile=self.profile_name, plugins=unsupported)
             return None
-        return list(signers.values())
+        # In the table's order (the plugins that may refuse first), out-of-tree signers last:
+        # the signature is the same in any order, and refusals come cheapest.
+        order = {name: position for position, name in enumerate(in_tree)}
+        return [signers[name] for name in sorted(signers, key=lambda name: order.get(name, len(order)))]
 
     def sign_pod(self, pod: PodInfo) -> str | None:
         """The pod's signature for batching, or None (upstream SignPod)."""
