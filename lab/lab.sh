@@ -32,6 +32,9 @@
 #                         benchmark runs 'serviceaccount,namespace' because its thousands of
 #                         static nodes send no heartbeats, so a node lifecycle controller
 #                         would mark them unreachable
+#   LAB_KCM_API_QPS       kube-controller-manager's --kube-api-qps (default 20, burst 1.5x, as
+#                         kcm's own defaults); the benchmark raises it so the resourceclaim
+#                         controller makes claims as fast as scheduler_perf's in-process one
 #   LAB_KWOK=0            do not start kwok (static nodes only)
 #
 # Writes <LAB_DIR>/admin.kubeconfig (cluster-admin), ca.crt and ca.key, and one kubeconfig
@@ -51,6 +54,7 @@ else
   KWOK_PORT=${LAB_KWOK_PORT:-$((API_PORT + 4))}
 fi
 KCM_CONTROLLERS=${LAB_KCM_CONTROLLERS:-*}
+KCM_API_QPS=${LAB_KCM_API_QPS:-20}
 WANT_KWOK=${LAB_KWOK:-1}
 SERVER="https://127.0.0.1:$API_PORT"
 # The annotation kwok selects its nodes by (kwok's own convention); lab/fake_nodes.py sets it.
@@ -236,6 +240,7 @@ start_controller_manager() {
       --root-ca-file="$LAB/ca.crt" \
       --cluster-signing-cert-file="$LAB/ca.crt" --cluster-signing-key-file="$LAB/ca.key" \
       --cluster-name=kubesched-lab --controllers="$KCM_CONTROLLERS" \
+      --kube-api-qps="$KCM_API_QPS" --kube-api-burst="$((KCM_API_QPS * 3 / 2))" \
       --leader-elect=false --profiling=false
   fi
   wait_healthy kube-controller-manager kcm_healthy 60 \

@@ -94,6 +94,15 @@ case "${1:-all}" in
   image) step_docker; step_image ;;
   binaries) step_binaries ;;
   tools) step_tools ;;
-  all) step_tools; step_venv; step_collection; step_docker; step_image; step_binaries ;;
+  all)
+    step_tools
+    # The Go build of the Kubernetes binaries is most of a cold setup and needs only Go: it
+    # runs while the venv, Docker and the image (mostly downloads and dpkg) are set up.
+    step_binaries & binaries_pid=$!
+    trap 'kill "$binaries_pid" 2>/dev/null || true' EXIT
+    step_venv; step_collection; step_docker; step_image
+    trap - EXIT
+    wait "$binaries_pid" || die "building or fetching the Kubernetes binaries failed (see above)"
+    ;;
   *) die "unknown step '$1' (tools, venv, collection, docker, image, binaries, all)" ;;
 esac

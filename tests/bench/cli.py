@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import threading
 import time
@@ -206,6 +207,13 @@ def loop_only(args: argparse.Namespace, runs: list[tuple], progress: Progress, m
     return 0 if records and all(r["complete"] for r in records) else 1
 
 
+BENCH_LAB_CONTROLLERS = "serviceaccount,namespace,resourceclaim-controller"
+
+
+def _interrupt_on_sigterm(signum, _frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     runs = plan(args)
@@ -237,9 +245,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     os.makedirs(args.workdir, exist_ok=True)
     # Static nodes send no heartbeat: no node lifecycle controller and no kwok on the bench's
-    # own lab, only the controllers pods need (docs/performance.md, "Static nodes").
+    # own lab, only the controllers pods need (docs/performance.md, "Static nodes"): the
+    # resourceclaim controller makes the claims of SchedulingWithResourceClaimTemplate's pods.
     lab = None if args.kubeconfig else PrivateLab.on_free_ports(
-        os.path.join(args.workdir, "lab"), LAB_KCM_CONTROLLERS="serviceaccount,namespace", LAB_KWOK="0")
+        os.path.join(args.workdir, "lab"), LAB_KCM_CONTROLLERS=BENCH_LAB_CONTROLLERS, LAB_KCM_API_QPS="5000",
+        LAB_KWOK="0")
     cluster = Cluster(args.kubeconfig) if args.kubeconfig else None
     if lab:
         progress.log(f"bench: the runs use their own etcd + kube-apiserver (lab/lab.sh, data in {lab.directory})")
@@ -255,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     records: list[dict] = []
     failures: list[str] = []
     started = time.monotonic()
+    # `kill` (a CI timeout, a user's pkill) tears the lab down as Ctrl-C does.
+    signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         for index, (workload, scheduler, profile) in enumerate(runs, 1):
             label = f"[{index}/{len(runs)}] {workload.name} {scheduler} {profile}"
