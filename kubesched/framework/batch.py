@@ -251,4 +251,3 @@ def sign_pod(signers: list[Callable[[Any], list[tuple[str, Any]] | None]], pod) 
             return None
         signature.update(fragments)
     return canonical(signature)
-
