@@ -61,7 +61,7 @@ demo-down:
 	@bash lab/demo.sh down
 
 bench: setup
-	@$(VENV)/bin/python -m tests.bench
+	@$(VENV)/bin/python -m tests.bench $(BENCH_ARGS)
 
 # Failover, API server restarts, races, bad input, role failure modes and security, on a
 # private lab and its own container masters (about 40 minutes).

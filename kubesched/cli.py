@@ -347,7 +347,7 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
                           timeout=max(1.0, cfg.leader_election.renew_deadline / 2))
     host = socket.gethostname()
     identity = new_identity(host)
-    scheduler = Scheduler(cfg, client, event_client=event_client, instance=host)
+    scheduler = Scheduler(cfg, client, event_client=event_client, instance=host, feature_gates=args.feature_gates)
     scheduler.queue.max_in_unschedulable = args.pod_max_in_unschedulable_pods_duration
     stop = threading.Event()
     elector: LeaderElector | None = None

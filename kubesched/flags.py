@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Sequence
 
-from kubesched import __version__
+from kubesched import __version__, features
 
 # Flags parsed and honoured nowhere: (flag, why kubesched ignores it). The warning names both.
 UNSUPPORTED = {
@@ -22,7 +22,6 @@ UNSUPPORTED = {
     "http2-max-streams-per-connection": "the secure port speaks HTTP/1.1 only",
     "contention-profiling": "kubesched serves no profiling endpoints",
     "profiling": "kubesched serves no profiling endpoints (/debug/pprof)",
-    "feature-gates": "kubesched has no feature gates; it behaves as v1.37 with default gates",
     "emulated-version": "kubesched emulates v1.37 only",
     "min-compatibility-version": "kubesched emulates v1.37 only",
     "tls-curve-preferences": "the secure port uses OpenSSL's default curves",
@@ -229,6 +228,9 @@ def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                             "the configuration file)")
         elif name in UNSUPPORTED and not _is_default_value(args, name):
             warnings.append(f"flag --{name} is accepted and ignored: {UNSUPPORTED[name]}")
+    for gate in features.ignored(args.feature_gates):
+        warnings.append(f"feature gate {gate} is accepted and ignored: kubesched honours only "
+                        f"{', '.join(features.HONOURED)} and keeps v1.37's default for every other gate")
     if args.logging_format == "json":
         warnings.append("flag --logging-format=json is accepted; kubesched logs in klog's text format")
     return args, warnings

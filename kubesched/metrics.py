@@ -104,6 +104,35 @@ unschedulable_pods = Gauge(
     "only when broken down by plugin.",
     ["plugin", "profile"], registry=REGISTRY)
 
+# OpportunisticBatching (framework/runtime/batch.go): whether a pod reused the previous pod's
+# ranking, and why a kept ranking was dropped.
+_BATCH_BUCKETS = tuple(0.00001 * 2**i for i in range(12))
+
+batch_attempts = Counter(
+    "scheduler_batch_attempts_total", "Counts of results when we attempt to use batching.",
+    ["profile", "result"], registry=REGISTRY)
+
+batch_cache_flushed = Counter(
+    "scheduler_batch_cache_flushed_total", "Counts of cache flushes by reason.",
+    ["profile", "reason"], registry=REGISTRY)
+
+batch_rescore_attempts = Counter(
+    "scheduler_batch_rescore_attempts_total",
+    "Counts of rescore attempts during opportunistic batching.",
+    ["profile"], registry=REGISTRY)
+
+batch_rescore_duration = Histogram(
+    "scheduler_batch_rescore_duration_seconds", "Latency for rescoring a node during opportunistic batching.",
+    ["profile"], buckets=_BATCH_BUCKETS, registry=REGISTRY)
+
+get_node_hint_duration = Histogram(
+    "scheduler_get_node_hint_duration_seconds", "Latency for getting a node hint.",
+    ["hinted", "profile"], buckets=_BATCH_BUCKETS, registry=REGISTRY)
+
+store_schedule_results_duration = Histogram(
+    "scheduler_store_schedule_results_duration_seconds", "Latency for getting a no.",
+    ["profile"], buckets=_BATCH_BUCKETS, registry=REGISTRY)
+
 leader_election_master_status = Gauge(
     "leader_election_master_status",
     "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "

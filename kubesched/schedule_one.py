@@ -23,6 +23,7 @@ from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.eventhandlers import assigned
 from kubesched.extender import EXTENDER_NAME, extender_scores, extenders_binding, find_nodes_that_pass_extenders
+from kubesched.framework.batch import UnrankedNodes, ranked_nodes
 from kubesched.framework.fit_error import Diagnosis, FitError, truncate_message
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, CycleState, EventResource, Status
 from kubesched.framework.snapshot import Snapshot
@@ -245,13 +246,27 @@ class SchedulingCycle:
         self.cache.update_snapshot(self.snapshot)
         if self.snapshot.num_nodes() == 0:
             raise NoNodesAvailable()
-        feasible, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod)
+        feasible, diagnosis, hint, signature = self.find_nodes_that_fit_pod(fwk, state, pod)
         if not feasible:
             raise FitError(pod.key, self.snapshot.num_nodes(), diagnosis)
+        batch = fwk.batch
         if len(feasible) == 1:
+            if batch is not None:
+                batch.store_schedule_results(signature, hint, feasible[0].name, None, self.queue.scheduling_cycle)
             return ScheduleResult(feasible[0].name, 1 + len(diagnosis.node_to_status), 1)
-        totals = self.prioritize_nodes(fwk, state, pod, feasible)
-        host = feasible[select_host_index(totals)].name
+        if batch is not None and signature is not None:
+            # A batchable pod leaves its whole ranking, raw scores kept, for the next identical pod.
+            raw: dict[str, list[int]] = {}
+            totals = self.prioritize_nodes(fwk, state, pod, feasible, raw_scores=raw)
+            ranking = ranked_nodes([node.name for node in feasible], raw, totals)
+            host = ranking.pop().name
+            batch.store_schedule_results(signature, hint, host, ranking, self.queue.scheduling_cycle)
+        else:
+            totals = self.prioritize_nodes(fwk, state, pod, feasible)
+            host = feasible[select_host_index(totals)].name
+            if batch is not None:
+                batch.store_schedule_results(signature, hint, host, UnrankedNodes(len(feasible) - 1),
+                                             self.queue.scheduling_cycle)
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
 
     def pre_filter(self, fwk: Framework, state: CycleState, pod: PodInfo,
@@ -276,19 +291,26 @@ class SchedulingCycle:
         return sorted((node_map[n] for n in pre_result.node_names or () if n in node_map), key=lambda n: n.index)
 
     def find_nodes_that_fit_pod(self, fwk: Framework, state: CycleState,
-                                pod: PodInfo) -> tuple[list[NodeInfo], Diagnosis]:
+                                pod: PodInfo) -> tuple[list[NodeInfo], Diagnosis, str, str | None]:
+        """The feasible nodes, the diagnosis, and for OpportunisticBatching the node hint and
+        the pod's signature ("" and None when the feature gate is off)."""
         diagnosis = Diagnosis()
         nodes = self.pre_filter(fwk, state, pod, diagnosis)
         if nodes is None:
-            return [], diagnosis
-        if pod.nominated_node_name:
-            node = self.snapshot.get(pod.nominated_node_name)
+            return [], diagnosis, "", None
+        hint, signature = "", None
+        if fwk.batch is not None:
+            signature = fwk.sign_pod(pod)
+            hint = fwk.batch.get_node_hint(pod, signature, state, self.queue.scheduling_cycle)
+        # A nominated node, or else the hint, is tried alone first.
+        if pod.nominated_node_name or hint:
+            node = self.snapshot.get(pod.nominated_node_name or hint)
             if node is not None:
                 feasible = self.find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [node])
                 if feasible and self.extenders:
                     feasible = find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
                 if feasible:
-                    return feasible, diagnosis
+                    return feasible, diagnosis, hint, signature
         feasible = self.find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes)
         processed = len(feasible) + len(diagnosis.node_to_status)
         self.next_start_node_index = (self.next_start_node_index + processed) % len(self.snapshot.node_info_list)
@@ -298,7 +320,7 @@ class SchedulingCycle:
                 # Extenders register no events: any cluster event may requeue the pod.
                 diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
             feasible = passed
-        return feasible, diagnosis
+        return feasible, diagnosis, hint, signature
 
     def find_nodes_that_pass_filters(self, fwk: Framework, state: CycleState, pod: PodInfo,
                                      diagnosis: Diagnosis, nodes: list[NodeInfo]) -> list[NodeInfo]:
@@ -365,13 +387,14 @@ class SchedulingCycle:
         return feasible
 
     def prioritize_nodes(self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                         breakdown: dict[str, dict[str, int]] | None = None) -> list[int]:
+                         breakdown: dict[str, dict[str, int]] | None = None,
+                         raw_scores: dict[str, list[int]] | None = None) -> list[int]:
         if not fwk.has_score_plugins() and not self.extenders:
             return [1] * len(nodes)
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if status is not None and not status.is_success():
             raise RuntimeError(status.message())
-        totals = fwk.run_score_plugins(state, pod, nodes, breakdown)
+        totals = fwk.run_score_plugins(state, pod, nodes, breakdown, raw_scores)
         if self.extenders:
             by_node = extender_scores(self.extenders, pod, nodes)
             if by_node:

@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kubesched import klog, metrics
+from kubesched import features, klog, metrics
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informer import Informer
 from kubesched.backend.queue import Nominator, SchedulingQueue
@@ -31,14 +31,17 @@ from kubesched.framework.interface import ClusterEvent
 from kubesched.framework.runtime import Framework, build_frameworks
 from kubesched.framework.snapshot import Snapshot
 from kubesched.plugins.outoftree import full_registry
+from kubesched.plugins.signers import SIGNERS
 from kubesched.schedule_one import SchedulingCycle
 
 
 class Scheduler(EventHandlers, SchedulingCycle):
     def __init__(self, cfg: KubeSchedulerConfiguration, client: ApiClient | None, *,
                  registry: dict[str, type] | None = None, event_client: ApiClient | None = None,
-                 instance: str = "kubesched", bind_workers: int = 32, rng: random.Random | None = None):
+                 instance: str = "kubesched", bind_workers: int = 32, rng: random.Random | None = None,
+                 feature_gates: dict[str, bool] | None = None):
         self.cfg = cfg
+        self.feature_gates = features.resolve(feature_gates)
         self.client = client
         self.rng = rng or random.Random()
         self.cache = SchedulerCache()
@@ -55,7 +58,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
                 nominator=self.nominator, extenders=self.extenders,
                 event_recorder=self.broadcaster.recorder(profile.scheduler_name),
                 parallelism=cfg.parallelism, pdb_lister=self._pdbs, object_lister=self.list_objects,
-                volumes=self.volumes))
+                volumes=self.volumes, signers=SIGNERS if self.feature_gates["OpportunisticBatching"] else None))
         # Storage objects are listed and watched only for the volume plugins a profile enables.
         self.volume_resources: set[str] = {
             resource for fwk in self.frameworks.values() for plugin in fwk.plugins.values()

@@ -10,13 +10,15 @@ from __future__ import annotations
 import operator
 import threading
 import time
+from functools import partial
 from itertools import compress, repeat
 from typing import Any, Callable
 
 import numpy as np
 
-from kubesched import metrics
+from kubesched import klog, metrics
 from kubesched.config.types import EXTENSION_POINT_METHODS, EXTENSION_POINTS, PluginRef, Profile
+from kubesched.framework.batch import OpportunisticBatch, sign_pod
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -72,7 +74,8 @@ class Framework:
                  nominator: Any = None, event_recorder: Any = None, parallelism: int = 16,
                  pdb_lister: Callable[[], list[dict]] | None = None,
                  object_lister: Callable[[str, str | None], list[dict]] | None = None,
-                 volumes: Any = None, extenders: list[Any] | None = None):
+                 volumes: Any = None, extenders: list[Any] | None = None,
+                 signers: dict[str, Callable[[Any, PodInfo], Any]] | None = None):
         self.profile_name = profile.scheduler_name
         # The scheduler's extenders (Handle.Extenders()): preemption asks them about victims.
         self.extenders: list[Any] = extenders or []
@@ -93,6 +96,44 @@ class Framework:
         self.score_weights: dict[str, int] = {}
         self._duration_children: dict[tuple[str, str], Any] = {}
         self._build(profile, registry)
+        # OpportunisticBatching, on when given the in-tree plugins' signers (plugins/signers.py,
+        # passed by the scheduler when the feature gate is on): None when off.
+        self.batch: OpportunisticBatch | None = OpportunisticBatch(self) if signers is not None else None
+        self.signers = self._batchable_signers(signers) if signers is not None else None
+
+    def _batchable_signers(self, in_tree: dict[str, Callable[[Any, PodInfo], Any]]) -> list[Callable[[PodInfo], Any]] | None:
+        """The signers of the PreFilter, Filter, PreScore and Score plugins, or None when the
+        profile cannot sign pods: an extender, or a plugin without a signer (upstream
+        computeBatchablePlugins)."""
+        if self.extenders:
+            klog.info("Disabling signatures for profile because it has extenders configured.",
+                      profile=self.profile_name)
+            return None
+        signers: dict[str, Callable[[Any], Any]] = {}
+        unsupported = []
+        for plugin in self.pre_filter_plugins + self.filter_plugins + self.pre_score_plugins + self.score_plugins:
+            if plugin.name in signers or plugin.name in unsupported:
+                continue
+            own = getattr(plugin, "sign_pod", None)  # an out-of-tree plugin may sign pods itself
+            table = in_tree.get(plugin.name)
+            if own is not None:
+                signers[plugin.name] = own
+            elif table is not None:
+                signers[plugin.name] = partial(table, plugin)
+            else:
+                unsupported.append(plugin.name)
+        if unsupported:
+            klog.info("Disabling signatures for profile because plugins do not support it.",
+                      profile=self.profile_name, plugins=unsupported)
+            return None
+        # In the table's order (the plugins that may refuse first), out-of-tree signers last:
+        # the signature is the same in any order, and refusals come cheapest.
+        order = {name: position for position, name in enumerate(in_tree)}
+        return [signers[name] for name in sorted(signers, key=lambda name: order.get(name, len(order)))]
+
+    def sign_pod(self, pod: PodInfo) -> str | None:
+        """The pod's signature for batching, or None (upstream SignPod)."""
+        return sign_pod(self.signers, pod) if self.signers is not None else None
 
     # -- Handle -----------------------------------------------------------------------------
 
@@ -422,56 +463,75 @@ class Framework:
             self._observe("PreScore", failed, start)
 
     def run_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                          breakdown: dict[str, dict[str, int]] | None = None) -> list[int]:
+                          breakdown: dict[str, dict[str, int]] | None = None,
+                          raw_scores: dict[str, list[int]] | None = None) -> list[int]:
         """Weighted total score per node, aligned with nodes. With breakdown, also record
-        plugin -> node -> weighted score (for `kubesched explain`). Raises ScoreError."""
+        plugin -> node -> weighted score (for `kubesched explain`); with raw_scores, each
+        plugin's scores before normalising (OpportunisticBatching keeps them). Raises ScoreError."""
         start = time.perf_counter()
-        totals = np.zeros(len(nodes), dtype=np.int64)
-        scores: list[NodeScore] | None = None
-        skip = state.skip_score_plugins
         try:
-            for plugin, weight in self.weighted_score_plugins:
-                if plugin.name in skip:
-                    continue
-                try:
-                    # A plugin may score all nodes at once (vectorised); else node by node.
-                    if hasattr(plugin, "score_nodes"):
-                        raw = plugin.score_nodes(state, pod, nodes)
-                    else:
-                        score = plugin.score
-                        raw = [score(state, pod, node) for node in nodes]
-                except Exception as err:  # noqa: BLE001
-                    raise ScoreError(f'running Score plugins: plugin "{plugin.name}" failed with: {err}') from err
-                if hasattr(plugin, "normalize_scores"):
-                    # hot path: normalising plain ints, no NodeScore objects
-                    raw = plugin.normalize_scores(state, pod, raw)
-                elif hasattr(plugin, "normalize_score"):
-                    # One NodeScore list per cycle, refilled per plugin: building objects per
-                    # node and plugin was the largest cost of scoring.
-                    if scores is None:
-                        scores = [NodeScore(node.name, value) for node, value in zip(nodes, raw)]
-                    else:
-                        for entry, value in zip(scores, raw):
-                            entry.score = value
-                    status = plugin.normalize_score(state, pod, scores)
-                    if status is not None and not getattr(status, "is_success", lambda: True)():
-                        raise ScoreError(f'running Normalize on Score plugins: plugin "{plugin.name}" '
-                                         f"failed with: {status.message()}")
-                    raw = [s.score for s in scores]
-                if not len(raw):
-                    continue
-                values = _score_array(raw)
-                if values.max() > MAX_NODE_SCORE or values.min() < MIN_NODE_SCORE:
-                    value = next(v for v in raw if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)
-                    raise ScoreError(f'applying score defaultWeights on Score plugins: plugin '
-                                     f'"{plugin.name}" returns an invalid score {value}, it should in the '
-                                     f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")
-                totals += values.astype(np.int64) * weight
-                if breakdown is not None:
-                    breakdown[plugin.name] = {node.name: int(v) * weight for node, v in zip(nodes, raw)}
-            return totals.tolist()
+            raw = self.run_raw_score_plugins(state, pod, nodes)
+            if raw_scores is not None:
+                raw_scores.update((name, list(values)) for name, values in raw.items())
+            return self.normalize_scores(state, pod, nodes, raw, breakdown)
         finally:
             self._observe("Score", None, start)
+
+    def run_raw_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> dict[str, Any]:
+        """Each non-skipped Score plugin's scores of the nodes, before normalising. Raises ScoreError."""
+        raw: dict[str, Any] = {}
+        skip = state.skip_score_plugins
+        for plugin, _weight in self.weighted_score_plugins:
+            if plugin.name in skip:
+                continue
+            try:
+                # A plugin may score all nodes at once (vectorised); else node by node.
+                if hasattr(plugin, "score_nodes"):
+                    raw[plugin.name] = plugin.score_nodes(state, pod, nodes)
+                else:
+                    score = plugin.score
+                    raw[plugin.name] = [score(state, pod, node) for node in nodes]
+            except Exception as err:  # noqa: BLE001
+                raise ScoreError(f'running Score plugins: plugin "{plugin.name}" failed with: {err}') from err
+        return raw
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], raw_scores: dict[str, Any],
+                         breakdown: dict[str, dict[str, int]] | None = None) -> list[int]:
+        """Normalise each plugin's raw scores of the nodes and sum them by weight. Raises ScoreError."""
+        totals = np.zeros(len(nodes), dtype=np.int64)
+        scores: list[NodeScore] | None = None
+        for plugin, weight in self.weighted_score_plugins:
+            raw = raw_scores.get(plugin.name)
+            if raw is None:
+                continue
+            if hasattr(plugin, "normalize_scores"):
+                # hot path: normalising plain ints, no NodeScore objects
+                raw = plugin.normalize_scores(state, pod, raw)
+            elif hasattr(plugin, "normalize_score"):
+                # One NodeScore list per cycle, refilled per plugin: building objects per
+                # node and plugin was the largest cost of scoring.
+                if scores is None:
+                    scores = [NodeScore(node.name, value) for node, value in zip(nodes, raw)]
+                else:
+                    for entry, value in zip(scores, raw):
+                        entry.score = value
+                status = plugin.normalize_score(state, pod, scores)
+                if status is not None and not getattr(status, "is_success", lambda: True)():
+                    raise ScoreError(f'running Normalize on Score plugins: plugin "{plugin.name}" '
+                                     f"failed with: {status.message()}")
+                raw = [s.score for s in scores]
+            if not len(raw):
+                continue
+            values = _score_array(raw)
+            if values.max() > MAX_NODE_SCORE or values.min() < MIN_NODE_SCORE:
+                value = next(v for v in raw if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)
+                raise ScoreError(f'applying score defaultWeights on Score plugins: plugin '
+                                 f'"{plugin.name}" returns an invalid score {value}, it should in the '
+                                 f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")
+            totals += values.astype(np.int64) * weight
+            if breakdown is not None:
+                breakdown[plugin.name] = {node.name: int(v) * weight for node, v in zip(nodes, raw)}
+        return totals.tolist()
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         for plugin in self.reserve_plugins:

@@ -7,14 +7,32 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import time
 
 from lab.private_lab import ROOT, PrivateLab
 from tests.bench.cluster import Cluster, NodeSet, remove_cluster_objects
+from tests.bench.load import MAX_LOAD_PER_CORE, LoadMonitor, refusal_message
+from tests.bench.loop import LOOP_ONLY, run_loop_apart, unsupported_reason
 from tests.bench.profile import summarise
 from tests.bench.report import merge_results, write_docs, write_plot
-from tests.bench.runner import Progress, RunContext, format_record, git_commit, run_one
-from tests.bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, SCHEDULER_NAMES, available, pin_kubesched
+from tests.bench.runner import (
+    SCHEDULER_NAME,
+    Progress,
+    RunContext,
+    format_record,
+    git_commit,
+    load_fields,
+    run_one,
+)
+from tests.bench.schedulers import (
+    BINDER_CONCURRENCY,
+    QPS_PROFILES,
+    SCHEDULER_NAMES,
+    available,
+    pin_kubesched,
+    scheduler_label,
+)
 from tests.bench.workloads import WORKLOADS, select
 
 NAMESPACE = "kubesched-bench"
@@ -63,6 +81,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="sample kubesched with py-spy during its runs and write where its time goes to "
                              "tests/bench/results/profile-<workload>.txt; profiled runs are not recorded")
     parser.add_argument("--list", action="store_true", help="print the runs that would be made and exit")
+    parser.add_argument("--allow-busy", action="store_true",
+                        help="measure even when the machine is busy; every record is then marked busy: true and "
+                             "left out of the docs table and plot")
+    parser.add_argument("--loop-only", action="store_true",
+                        help="measure kubesched's scheduling loop alone, in-process, against a replayed watch and a "
+                             "null API client (no API server); records carry qps profile 'loop-only'")
+    parser.add_argument("--kubesched-feature-gates", metavar="NAME=BOOL,...",
+                        help="run kubesched with these feature gates (e.g. OpportunisticBatching=false); its records "
+                             "are named 'kubesched NAME=BOOL'")
+    parser.add_argument("--max-load", type=float, default=MAX_LOAD_PER_CORE, metavar="PER_CORE",
+                        help="a 1-minute load average above this per core counts as busy (default: %(default)s)")
     args = parser.parse_args(argv)
     args.scheduler = _split(args.scheduler) or (["kubesched"] if args.profile else list(SCHEDULER_NAMES))
     unknown = [name for name in args.scheduler if name not in SCHEDULER_NAMES]
@@ -82,10 +111,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--binder-concurrency must be at least 1")
     if args.stop_after is not None and args.stop_after <= 0:
         parser.error("--stop-after must be a positive number of minutes")
+    if args.max_load <= 0:
+        parser.error("--max-load must be a positive load average per core")
+    try:
+        args.kubesched_feature_gates = parse_gates(args.kubesched_feature_gates)
+    except ValueError as err:
+        parser.error(str(err))
+    if args.loop_only:
+        args.scheduler = ["kubesched"]
     return args
 
 
+def parse_gates(text: str | None) -> dict[str, bool] | None:
+    if not text:
+        return None
+    gates = {}
+    for item in text.split(","):
+        name, _sep, value = item.partition("=")
+        if not name.strip() or value.strip().lower() not in ("true", "false"):
+            raise ValueError(f"--kubesched-feature-gates: {item!r} is not NAME=true or NAME=false")
+        gates[name.strip()] = value.strip().lower() == "true"
+    return gates
+
+
 def plan(args: argparse.Namespace) -> list[tuple]:
+    if args.loop_only:
+        return [(workload, "kubesched", LOOP_ONLY) for workload in args.workloads]
     runs = []
     for workload in args.workloads:
         profiles = [p for p in workload.qps_profiles if not args.qps or p in args.qps]
@@ -109,6 +160,53 @@ def profile_run(context: RunContext, workload, qps_profile: str, label: str, res
     context.progress.log(f"{label}: profile written to {os.path.relpath(summary)}")
 
 
+def loop_only(args: argparse.Namespace, runs: list[tuple], progress: Progress, monitor: LoadMonitor,
+              start_load) -> int:
+    """--loop-only: each workload the replay supports, in its own interpreter (tests/bench/loop.py)."""
+    context = RunContext(None, NAMESPACE, args.workdir, None, progress, args.run_timeout)
+    context.load_monitor, context.start_load, context.allow_busy = monitor, start_load, args.allow_busy
+    commit = git_commit(pinned=False)
+    records: list[dict] = []
+    started = time.monotonic()
+    for index, (workload, _scheduler, _profile) in enumerate(runs, 1):
+        label = f"[{index}/{len(runs)}] {workload.name} kubesched {LOOP_ONLY}"
+        reason = unsupported_reason(workload)
+        if reason:
+            progress.log(f"{label}: skipped: {reason}")
+            continue
+        if args.stop_after and time.monotonic() - started > args.stop_after * 60:
+            progress.log(f"bench: --stop-after {args.stop_after:g} minutes reached")
+            break
+        progress.log(f"{label}: replaying {workload.node_count} nodes and {workload.pods} pods")
+        monitor.reset_run()
+        done = threading.Event()
+
+        def sample(finished: threading.Event = done) -> None:
+            while not finished.wait(2.0):
+                monitor.sample_run()
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            record = run_loop_apart(workload.name, SCHEDULER_NAME, NAMESPACE, args.kubesched_feature_gates)
+        finally:
+            done.set()
+            sampler.join()
+        record.update(load_fields(context), commit=commit,
+                      scheduler=scheduler_label("kubesched", args.kubesched_feature_gates))
+        progress.log(f"{label}: {record['bound']}/{record['pods']} bound, {record['pods_per_s']} pods/s, "
+                     f"{record['cpu_ms_per_pod']} ms CPU per pod, peak rss {record['peak_rss_mb']} MB"
+                     + (" [BUSY machine: not comparable]" if record["busy"] else ""))
+        records.append(record)
+        merge_results(args.results, records)
+    if records:
+        document = merge_results(args.results, records)
+        write_docs(args.docs, document)
+        progress.log(f"bench: {len(records)} loop-only runs; results in {os.path.relpath(args.results)}, "
+                     f"table in {os.path.relpath(args.docs)}")
+    return 0 if records and all(r["complete"] for r in records) else 1
+
+
 def _interrupt_on_sigterm(signum, _frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -121,6 +219,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{workload.name}  {scheduler}  {profile}")
         return 0
     progress = Progress()
+    # The run's own processes never count as busy: the bench's children, and the lab, whose
+    # command lines name its directory.
+    monitor = LoadMonitor(ours=[os.path.abspath(args.workdir)]
+                          + ([os.path.dirname(os.path.abspath(args.kubeconfig))] if args.kubeconfig else []),
+                          max_load_per_core=args.max_load)
+    start_load = monitor.check()
+    if start_load.busy and not args.allow_busy:
+        print(refusal_message(start_load), file=sys.stderr)
+        return 2
+    progress.log(f"bench: load average {start_load.load1:.2f}"
+                 + (f"; busy, measuring anyway (--allow-busy): {'; '.join(start_load.reasons())}"
+                    if start_load.busy else ", no other busy process"))
+    if args.loop_only:
+        return loop_only(args, runs, progress, monitor, start_load)
     skipped = {name: reason for name in args.scheduler if (reason := available(name))}
     for name, reason in skipped.items():
         progress.log(f"bench: skipping {name}: {reason}")
@@ -145,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     context = RunContext(cluster, NAMESPACE, args.workdir, cluster and NodeSet(cluster), progress,
                          args.run_timeout, lab)
     context.binder_concurrency = args.binder_concurrency
+    context.kubesched_feature_gates = args.kubesched_feature_gates
+    context.load_monitor, context.start_load, context.allow_busy = monitor, start_load, args.allow_busy
     if args.pin_kubesched and "kubesched" in args.scheduler:
         context.kubesched_source = pin_kubesched(args.workdir)
         progress.log(f"bench: kubesched runs from {context.kubesched_source}")

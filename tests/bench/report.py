@@ -64,6 +64,12 @@ def _cell(value, digits: int = 0) -> str:
     return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
 
 
+def _load_cell(record: dict) -> str:
+    load = record.get("load") or {}
+    start, during = load.get("start") or {}, load.get("during") or {}
+    return f"{start.get('load1', '–')} / {during.get('max_load1', '–')}"
+
+
 def _ratio(records: list[dict], workload: str, qps_profile: str, numerator: str, denominator: str) -> str:
     found = {r["scheduler"]: r for r in records if r["workload"] == workload and r["qps_profile"] == qps_profile}
     top, bottom = found.get(numerator), found.get(denominator)
@@ -72,18 +78,56 @@ def _ratio(records: list[dict], workload: str, qps_profile: str, numerator: str,
     return f"{top['pods_per_s'] / bottom['pods_per_s']:.2f}"
 
 
+def is_quiet(record: dict) -> bool:
+    """Measured on a quiet machine: a load sample was taken and found nothing busy. Records from
+    before the bench sampled the load count as busy: nobody knows what ran beside them."""
+    return record.get("busy") is False and bool(record.get("load"))
+
+
+def _excluded_note(excluded: list[dict]) -> list[str]:
+    if not excluded:
+        return []
+    names = ", ".join(f"{r['workload']} {r['scheduler']} {r['qps_profile']}" for r in excluded)
+    return ["", f"**Left out: {len(excluded)} record(s) measured on a busy machine or with no load recorded** "
+                f"({names}); they stay in `tests/bench/results/latest.json` with `busy: true` and the load they "
+                "were measured under. Re-run them on a quiet machine (`make bench` refuses a busy one)."]
+
+
+def is_loop_only(record: dict) -> bool:
+    return record.get("mode") == "loop-only"
+
+
+def loop_table(records: list[dict]) -> list[str]:
+    """The scheduling loop alone (`--loop-only`): kubesched's own ceiling, API work excluded."""
+    if not records:
+        return []
+    lines = ["", "The scheduling loop alone (`python -m tests.bench --loop-only`, API work excluded; method below):",
+             "", "| workload | scheduler | nodes | pods | bound | pods/s | CPU ms/pod | CPU s | peak RSS MB | load |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in records:
+        bound = _cell(r["bound"]) + ("" if r["complete"] else " ⚠")
+        lines.append(f"| {r['workload']} | {r['scheduler']} | {_cell(r['nodes'])} | {_cell(r['pods'])} | {bound} "
+                     f"| {_cell(r['pods_per_s'], 1)} | {_cell(r['cpu_ms_per_pod'], 3)} | {_cell(r['cpu_s'], 1)} "
+                     f"| {_cell(r['peak_rss_mb'])} | {_load_cell(r)} |")
+    return lines
+
+
 def markdown_table(document: dict) -> str:
-    records = document["records"]
+    quiet = [r for r in document["records"] if is_quiet(r)]
+    records = [r for r in quiet if not is_loop_only(r)]
+    loop_records = [r for r in quiet if is_loop_only(r)]
+    excluded = [r for r in document["records"] if not is_quiet(r)]
     lines = [
         TABLE_BEGIN,
         "",
         f"Measured {document['generated']} on {document['host']['cpus']} cores, "
         f"{document['host']['memory_gib']} GiB; commits: "
-        + ", ".join(sorted({r["commit"] for r in records})) + ".",
+        + (", ".join(sorted({r["commit"] for r in quiet})) or "–") + "; only records from a quiet machine "
+        "(1-minute load average at the start, highest during the run, in the last column).",
         "",
         "| workload | qps/burst | scheduler | nodes | pods | bound | pods/s | p50 ms | p99 ms | start-up s "
-        "| CPU s | peak RSS MB |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| CPU s | peak RSS MB | load |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in records:
         qps = f"{r['qps']}/{r['burst']}"
@@ -94,10 +138,13 @@ def markdown_table(document: dict) -> str:
         bound = _cell(r["bound"]) + ("" if r["complete"] else " ⚠")
         lines.append(f"| {r['workload']} | {qps} | {r['scheduler']} | {_cell(r['nodes'])} | {_cell(r['pods'])} "
                      f"| {bound} | {_cell(r['pods_per_s'], 1)} | {_cell(r['p50_ms'])} | {_cell(r['p99_ms'])} "
-                     f"| {_cell(r['startup_s'], 2)} | {_cell(r['cpu_s'], 1)} | {_cell(r['peak_rss_mb'])} |")
+                     f"| {_cell(r['startup_s'], 2)} | {_cell(r['cpu_s'], 1)} | {_cell(r['peak_rss_mb'])} "
+                     f"| {_load_cell(r)} |")
     if not all(r["complete"] for r in records):
         lines += ["", "⚠: not every pod was bound (the run timed out or the scheduler exited); see `failure` in "
                       "`tests/bench/results/latest.json`."]
+    lines += loop_table(loop_records)
+    lines += _excluded_note(excluded)
     lines += [
         "",
         "Throughput ratios (pods/s):",
@@ -153,9 +200,16 @@ def write_plot(path: str, document: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    records = [r for r in document["records"] if r.get("pods_per_s")]
+    records = [r for r in document["records"] if r.get("pods_per_s") and is_quiet(r) and not is_loop_only(r)]
     profiles = [p for p in QPS_ORDER if any(r["qps_profile"] == p for r in records)]
     if not profiles:
+        # Never leave an older plot standing for figures the table no longer shows.
+        figure = plt.figure(figsize=(6, 2))
+        figure.text(0.5, 0.5, "No record from a quiet machine yet: run `make bench` when the machine is idle.",
+                    ha="center", va="center", fontsize=9, wrap=True)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
         return
     colours = {"kubesched": "#E8A33D", "kube-scheduler": "#326CE5", "raw-binder": "#999999"}
     widths = [max(2, len({r["workload"] for r in records if r["qps_profile"] == p})) for p in profiles]

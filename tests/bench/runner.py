@@ -23,12 +23,14 @@ from tests.bench.cluster import (
     ensure_priority_class,
     remove_storage_objects,
 )
+from tests.bench.load import LoadMonitor, LoadReport
 from tests.bench.measure import percentile
 from tests.bench.profile import Sampler
-from tests.bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, RunningScheduler, command_line
+from tests.bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, RunningScheduler, command_line, scheduler_label
 from tests.bench.workloads import MEASURED_LABEL, Workload, init_pod_bodies, node_names, pod_manifest
 
 SAMPLE_INTERVAL_S = 0.5
+LOAD_SAMPLE_INTERVAL_S = 2.0
 # One schedulerName for every scheduler, so a saved backlog serves each of them.
 SCHEDULER_NAME = "bench-scheduler"
 
@@ -78,6 +80,10 @@ class RunContext:
     kubesched_source: str | None = None  # set by --pin-kubesched
     binder_concurrency: int = BINDER_CONCURRENCY
     commit: str = ""  # what the records name: set once, at the start of the bench
+    load_monitor: LoadMonitor | None = None  # samples the machine during each run
+    start_load: LoadReport | None = None  # what the check before the bench found
+    allow_busy: bool = False  # --allow-busy: every record is marked busy
+    kubesched_feature_gates: dict[str, bool] | None = None  # --kubesched-feature-gates
 
     def _reconnect(self) -> None:
         self.cluster = Cluster(self.lab.kubeconfig)
@@ -104,19 +110,14 @@ class RunContext:
         self.nodes.ensure(workload.nodes, self.progress.log)
         for name, value in workload.priority_classes:
             ensure_priority_class(self.cluster, name, value)
-        if workload.cluster_objects is not None:
-            by_path: dict[str, list[dict]] = {}
-            for path, body in workload.cluster_objects(node_names(workload.nodes), self.namespace):
-                by_path.setdefault(path, []).append(body)
-            for path, bodies in by_path.items():  # in order: classes, slices, templates
+        if workload.objects_before_pods is not None:
+            remove_storage_objects(self.cluster, self.namespace)  # a shared API server may hold an older run's
+            groups = workload.objects_before_pods(self.namespace, node_names(workload.nodes), workload.init_pods,
+                                                  workload.pods)
+            for path, bodies in groups:  # in order: a claim's volume before the claim, a class before its slices
                 self.cluster.create_all(path, bodies)
-            self.progress.log(f"{label}: created {sum(map(len, by_path.values()))} cluster objects")
-        if workload.storage is not None:
-            remove_storage_objects(self.cluster, self.namespace)
-            for path, bodies in workload.storage(self.namespace, node_names(workload.nodes), workload.init_pods,
-                                                 workload.pods):
-                self.cluster.create_all(path, bodies)
-            self.progress.log(f"{label}: created the workload's CSINodes, PersistentVolumes and claims")
+            self.progress.log(f"{label}: created {sum(len(bodies) for _path, bodies in groups)} objects the pods "
+                              f"need ({', '.join(path.rsplit('/', 1)[-1] for path, _bodies in groups)})")
         init_bodies = init_pod_bodies(workload, node_names(workload.nodes))
         if init_bodies:
             self.cluster.create_all(pods_path, init_bodies)
@@ -206,12 +207,15 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
     log_path = os.path.join(ctx.workdir, f"{scheduler}.log")
     running = RunningScheduler(scheduler, command_line(scheduler, ctx.cluster, ctx.workdir, scheduler_name,
                                                        qps, burst, ctx.kubesched_source,
-                                                       ctx.binder_concurrency), log_path)
+                                                       ctx.binder_concurrency, ctx.kubesched_feature_gates), log_path)
     sampler = Sampler(running.process.pid, profile_output) if profile_output else None
     created_at: dict[str, float] = {}
     stop_arrivals = threading.Event()
     arrivals = None
     failure = ""
+    if ctx.load_monitor:
+        ctx.load_monitor.reset_run()
+    next_load_sample = 0.0
     try:
         if workload.mode == "steady":
             _wait_warm(ctx, running, scheduler_name, label)
@@ -226,6 +230,9 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
             if now >= next_sample:
                 running.stats.sample()
                 next_sample = now + SAMPLE_INTERVAL_S
+            if ctx.load_monitor and now >= next_load_sample:
+                ctx.load_monitor.sample_run()
+                next_load_sample = now + LOAD_SAMPLE_INTERVAL_S
             if running.exited() is not None:
                 failure = f"{scheduler} exited with status {running.exited()}"
                 ctx.progress.log(f"{label}: {failure}; last lines of {log_path}:\n{running.log_tail()}")
@@ -250,8 +257,19 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
             sampler.finish()
     record = summarise(workload, scheduler, qps_profile, running, watcher.bound_at, created_at, failure,
                        ctx.commit or git_commit(pinned=ctx.kubesched_source is not None))
+    record.update(load_fields(ctx))
+    record["scheduler"] = scheduler_label(scheduler, ctx.kubesched_feature_gates)
     ctx.progress.log(f"{label}: {format_record(record)}")
     return record
+
+
+def load_fields(ctx: RunContext) -> dict:
+    """The load a record was measured under, and whether that makes it a busy record: the
+    machine was busy at the start, another process was busy during the run, or --allow-busy."""
+    start = ctx.start_load.as_record() if ctx.start_load else None
+    during = ctx.load_monitor.run_record() if ctx.load_monitor else None
+    busy = ctx.allow_busy or bool(ctx.start_load and ctx.start_load.busy) or bool(during and during["busy_processes"])
+    return {"busy": busy, "load": {"start": start, "during": during}}
 
 
 def summarise(workload: Workload, scheduler: str, qps_profile: str, running: RunningScheduler,
@@ -309,4 +327,5 @@ def format_record(record: dict) -> str:
     return (f"{record['bound']}/{record['pods']} bound, {show(record['pods_per_s'])} pods/s, "
             f"p50 {show(record['p50_ms'], ' ms')}, p99 {show(record['p99_ms'], ' ms')}, "
             f"cpu {record['cpu_s']} s, peak rss {record['peak_rss_mb']} MB"
-            + (f" [{record['failure']}]" if record.get("failure") else ""))
+            + (f" [{record['failure']}]" if record.get("failure") else "")
+            + (" [BUSY machine: not comparable]" if record.get("busy") else ""))

@@ -89,7 +89,8 @@ BINDER_CONCURRENCY = 16
 
 def command_line(scheduler: str, cluster: Cluster, workdir: str, scheduler_name: str,
                  qps: int, burst: int, kubesched_source: str | None = None,
-                 binder_concurrency: int = BINDER_CONCURRENCY) -> list[str]:
+                 binder_concurrency: int = BINDER_CONCURRENCY,
+                 kubesched_feature_gates: dict[str, bool] | None = None) -> list[str]:
     """The command that starts one scheduler for one run; config files go to workdir.
     kubesched_source: a directory to import kubesched from instead of the working tree."""
     if scheduler == "raw-binder":
@@ -120,12 +121,25 @@ def command_line(scheduler: str, cluster: Cluster, workdir: str, scheduler_name:
         if not os.path.exists(KUBESCHED):
             raise RuntimeError(f"{KUBESCHED} is missing; run 'make setup' to install kubesched into .venv")
         arguments = ["--config", config_path, "--secure-port", port, "--bind-address", "127.0.0.1"]
+        if kubesched_feature_gates:
+            arguments.append("--feature-gates=" + feature_gates_text(kubesched_feature_gates))
         if kubesched_source:
             launcher = (f"import sys; sys.path.insert(0, {kubesched_source!r}); "
                         "from kubesched.cli import main; sys.exit(main(sys.argv[1:]))")
             return [VENV_PYTHON, "-c", launcher, *arguments]
         return [KUBESCHED, *arguments]
     raise ValueError(f"unknown scheduler {scheduler!r}; choose from {', '.join(SCHEDULER_NAMES)}")
+
+
+def feature_gates_text(gates: dict[str, bool]) -> str:
+    return ",".join(f"{name}={str(value).lower()}" for name, value in sorted(gates.items()))
+
+
+def scheduler_label(scheduler: str, kubesched_feature_gates: dict[str, bool] | None) -> str:
+    """What a record names: kubesched run with gates away from their defaults says which."""
+    if scheduler == "kubesched" and kubesched_feature_gates:
+        return f"kubesched {feature_gates_text(kubesched_feature_gates)}"
+    return scheduler
 
 
 def available(scheduler: str) -> str | None:

@@ -61,15 +61,13 @@ class Workload:
     priority_classes: tuple[tuple[str, int], ...] = field(default=())
     # How long a backlog run may take per pod before it counts as stuck (see runner.run_timeout).
     timeout_per_pod_s: float = 0.2
-    # Objects created before the pods, as (API collection path, body) pairs given the node
-    # names and the namespace: DeviceClasses, ResourceSlices, ResourceClaimTemplates.
-    cluster_objects: Callable[[list[str], str], list[tuple[str, dict]]] | None = None
+    # Objects made before any pod, in order: objects_before_pods(namespace, node names, init pods,
+    # measured pods) -> [(API collection path, bodies)], e.g. DeviceClasses and ResourceSlices, or
+    # CSINodes and one bound claim per pod.
+    objects_before_pods: Callable[[str, list[str], int, int], list[tuple[str, list[dict]]]] | None = None
     # kube-controller-manager controllers the workload needs beyond the bench lab's
     # serviceaccount and namespace ones (the same for every scheduler of the run).
     controllers: tuple[str, ...] = ()
-    # Storage objects made before any pod: storage(namespace, node names, init pods, measured
-    # pods) -> [(collection path, bodies)], e.g. CSINodes and one bound claim per pod.
-    storage: Callable[[str, list[str], int, int], list[tuple[str, list[dict]]]] | None = None
 
     @property
     def node_count(self) -> int:
@@ -148,16 +146,16 @@ DRA_TEMPLATE = "bench-one-gpu"
 DRA_DEVICES_PER_NODE = 8
 
 
-def _dra_objects(nodes: list[str], namespace: str) -> list[tuple[str, dict]]:
+def _dra_objects(namespace: str, nodes: list[str], _init_pods: int, _pods: int) -> list[tuple[str, list[dict]]]:
     from lab.fake_dra_driver import device_class, gpu_slice
 
     template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                 "metadata": {"name": DRA_TEMPLATE},
                 "spec": {"spec": {"devices": {"requests": [
                     {"name": "gpu", "exactly": {"deviceClassName": DRA_CLASS}}]}}}}
-    return ([(f"{DRA_API}/deviceclasses", device_class(DRA_CLASS))]
-            + [(f"{DRA_API}/resourceslices", gpu_slice(node, DRA_DEVICES_PER_NODE)) for node in nodes]
-            + [(f"{DRA_API}/namespaces/{namespace}/resourceclaimtemplates", template)])
+    return [(f"{DRA_API}/deviceclasses", [device_class(DRA_CLASS)]),
+            (f"{DRA_API}/resourceslices", [gpu_slice(node, DRA_DEVICES_PER_NODE) for node in nodes]),
+            (f"{DRA_API}/namespaces/{namespace}/resourceclaimtemplates", [template])]
 
 
 # SchedulingCSIPVs (scheduler_perf): every pod mounts its own claim, bound to a CSI PV of
@@ -240,15 +238,19 @@ WORKLOADS: tuple[Workload, ...] = (
              description="2,000 bound low-priority 900m pods fill the nodes; 3-cpu priority-10 pods preempt"),
     Workload("SchedulingWithResourceClaimTemplate/500Nodes", _plain_nodes(500), 2000,
              _measured(resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": DRA_TEMPLATE}]),
-             cluster_objects=_dra_objects, timeout_per_pod_s=0.5, controllers=("resourceclaim-controller",),
+             objects_before_pods=_dra_objects, timeout_per_pod_s=0.5, controllers=("resourceclaim-controller",),
              description="each pod claims one of 8 GPUs per node through a ResourceClaimTemplate "
                          "(kube-controller-manager's resourceclaim controller makes each pod's claim)"),
     Workload("SchedulingCSIPVs/1000Nodes", _plain_nodes(1000), 1000, _csi_pv_pod, init_pods=1000,
-             init_pod=_csi_pv_init_pod, storage=_csi_storage,
+             init_pod=_csi_pv_init_pod, objects_before_pods=_csi_storage,
              description="each pod mounts its own claim bound to a CSI PV; CSINodes allow 39 volumes per node; "
                          "beside 1,000 bound pods with claims"),
+    # Scale: three times the headline cluster. Measured last, since building it (15,000 nodes,
+    # 30,000 pods) takes minutes; peak RSS is recorded as for every run.
+    Workload("SchedulingBasic/15000Nodes", _plain_nodes(15000), 30000, _measured(),
+             description="pod-default pods on 15,000 static nodes: throughput and peak RSS at scale"),
     Workload("CSIPVsSmoke/10Nodes", _plain_nodes(10), 30, _csi_pv_pod, init_pods=10, init_pod=_csi_pv_init_pod,
-             storage=_csi_storage, smoke=True, description="a tiny SchedulingCSIPVs run (the harness's own check)"),
+             objects_before_pods=_csi_storage, smoke=True, description="a tiny SchedulingCSIPVs run (the harness's own check)"),
 )
 
 
