@@ -166,9 +166,9 @@ def test_the_published_client_ca_is_followed_through_its_watch(tmp_path, serve):
     authenticator = DelegatingAuthenticator()
     server = serve(authenticator)
     reloader = CAReloader(authenticator, lookup_client=published)
+    modified = {"metadata": {"resourceVersion": "12"}, "data": {"client-ca-file": new.ca_pem.decode()}}
     published.events = [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "11"}}},
-                         {"type": "MODIFIED", "object": {"metadata": {"resourceVersion": "12"},
-                                                         "data": {"client-ca-file": new.ca_pem.decode()}}}]
+                        {"type": "MODIFIED", "object": modified}]
     # The GET's CA first: the handshake trusts it.
     reloader.apply_configmap(published.object)
     assert metrics_status(server, old) == 200 and metrics_status(server, new) != 200
