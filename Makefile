@@ -3,7 +3,7 @@ SHELL := /bin/bash
 ROOT := $(abspath .)
 VENV := $(ROOT)/.venv
 export PATH := $(VENV)/bin:$(PATH)
-export ANSIBLE_COLLECTIONS_PATH := $(ROOT):$(shell ls -d $(VENV)/lib/python3*/site-packages 2>/dev/null | head -1)
+export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/collections:$(shell ls -d $(VENV)/lib/python3*/site-packages 2>/dev/null | head -1)
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
 export PYTHONPATH := $(ROOT)
 

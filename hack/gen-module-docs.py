@@ -36,12 +36,8 @@ def module_names():
 
 def ansible_doc(names):
     """The merged documentation of every module, as ansible-doc --json gives it."""
-    link = os.path.join(REPO_ROOT, "ansible_collections", "kubesched", "scheduler")
-    if not os.path.exists(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(REPO_ROOT, link)
     ansible_doc_bin = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=REPO_ROOT, ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, "collections"), ANSIBLE_NOCOLOR="1")
     command = [ansible_doc_bin, "--json", "-t", "module"] + ["%s.%s" % (COLLECTION, name) for name in names]
     completed = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if completed.returncode != 0:

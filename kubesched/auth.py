@@ -14,6 +14,11 @@ Authentication, first match wins:
   With --authentication-skip-lookup=false (the default), the CAs and header names not given as
   flags are read from kube-system/extension-apiserver-authentication, as the API server
   publishes them there.
+  The CAs are reloaded when they change, as kube-scheduler's dynamiccertificates do: the files
+  of --client-ca-file and --requestheader-client-ca-file when their mtime, size or inode
+  changes (checked every second, where upstream has fsnotify) and every minute regardless; the
+  configmap through a watch, re-read every minute. Unreadable or empty new content keeps the
+  CAs in use, as upstream does.
 
 Authorization, first allow wins: the group system:masters; --authorization-always-allow-paths
 (default /healthz, /readyz, /livez; a trailing * matches a prefix); a SubjectAccessReview for
@@ -28,7 +33,7 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 from urllib.parse import unquote
 
@@ -45,6 +50,11 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 # Upstream gives the delegation clients high limits: they bound the port's responsiveness.
 DELEGATION_QPS, DELEGATION_BURST, DELEGATION_TIMEOUT = 200.0, 400, 10.0
 CACHE_MAX_ENTRIES = 4096
+# Upstream's dynamiccertificates.FileRefreshDuration: files and the configmap are re-read this often
+# even when no event says they changed.
+CA_REFRESH_SECONDS = 60.0
+FILE_POLL_SECONDS = 1.0  # a stat per file, where upstream gets fsnotify events
+WATCH_RETRY_MAX_SECONDS = 30.0
 
 
 class AuthenticationError(Exception):
@@ -170,30 +180,72 @@ def _x509_user(cert) -> UserInfo:
 
 
 class DelegatingAuthenticator:
+    """The caller's identity from request headers, client certificates or a token.
+
+    The CAs can change while the port serves (reload_* below); a listener (the server's TLS
+    context) is told after each change. CAs given by flags are never replaced by looked-up ones.
+    """
+
     def __init__(self, *, client_ca_pem: bytes = b"", request_header: RequestHeaderConfig | None = None,
                  token_client: ApiClient | None = None, token_cache_ttl: float = 10.0,
                  clock: Callable[[], float] = time.monotonic):
+        self.client_ca_pem = client_ca_pem
         self.client_cas = _load_cas(client_ca_pem)
-        self.request_header = request_header if request_header and request_header.ca_pem else None
-        self.request_header_cas = _load_cas(request_header.ca_pem) if self.request_header else []
+        request_header = request_header if request_header and request_header.ca_pem else None
+        # One tuple, swapped whole: a request never sees one reload's config with another's CAs.
+        self._request_header_state = (request_header, _load_cas(request_header.ca_pem) if request_header else [])
+        self.client_ca_from_flag = bool(client_ca_pem)
+        self.request_header_from_flag = request_header is not None
         self.token_client = token_client
         self.token_cache_ttl = token_cache_ttl
         self.token_cache = TTLCache(clock)
+        self._listeners: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
 
-    def add_looked_up(self, client_ca_pem: bytes, request_header: RequestHeaderConfig | None) -> bytes:
-        """Take what the flags left unset from the cluster's published settings; returns the PEM of new CAs."""
-        from cryptography.hazmat.primitives.serialization import Encoding
+    @property
+    def request_header(self) -> RequestHeaderConfig | None:
+        return self._request_header_state[0]
 
-        new = []
-        if client_ca_pem and not self.client_cas:
-            new += _load_cas(client_ca_pem)
-            self.client_cas = list(new)
-        if request_header is not None and request_header.ca_pem and self.request_header is None:
-            cas = _load_cas(request_header.ca_pem)
-            new += cas
-            self.request_header_cas = cas
-            self.request_header = request_header
-        return b"".join(ca.public_bytes(Encoding.PEM) for ca in new)
+    @property
+    def request_header_cas(self) -> list:
+        return self._request_header_state[1]
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Called after the trusted CAs change (upstream's dynamiccertificates.Listener)."""
+        self._listeners.append(listener)
+
+    def reload_client_ca(self, client_ca_pem: bytes) -> bool:
+        """Trust these client CAs from now on; False (and nothing changes) when they are the same."""
+        with self._lock:
+            if client_ca_pem == self.client_ca_pem:
+                return False
+            self.client_cas = _load_cas(client_ca_pem)
+            self.client_ca_pem = client_ca_pem
+        self._notify()
+        return True
+
+    def reload_request_header(self, request_header: RequestHeaderConfig | None) -> bool:
+        """Take this request-header configuration (CA and names) from now on; False when it is the same."""
+        request_header = request_header if request_header and request_header.ca_pem else None
+        with self._lock:
+            if request_header == self.request_header:
+                return False
+            self._request_header_state = (request_header, _load_cas(request_header.ca_pem) if request_header else [])
+        self._notify()
+        return True
+
+    def apply_looked_up(self, client_ca_pem: bytes, request_header: RequestHeaderConfig | None) -> bool:
+        """Take what the flags left unset from the cluster's published settings; True when that changed a CA."""
+        changed = False
+        if not self.client_ca_from_flag and client_ca_pem:
+            changed |= self.reload_client_ca(client_ca_pem)
+        if not self.request_header_from_flag and request_header is not None and request_header.ca_pem:
+            changed |= self.reload_request_header(request_header)
+        return changed
+
+    def _notify(self) -> None:
+        for listener in self._listeners:
+            listener()
 
     def trusted_ca_pem(self) -> bytes:
         """Every CA the TLS handshake must accept client certificates from."""
@@ -215,8 +267,9 @@ class DelegatingAuthenticator:
             from cryptography import x509
 
             cert = x509.load_der_x509_certificate(peer_cert_der)
-            if self.request_header and _signed_by_one_of(cert, self.request_header_cas):
-                user = self._from_request_headers(cert, headers)
+            config, request_header_cas = self._request_header_state
+            if config is not None and _signed_by_one_of(cert, request_header_cas):
+                user = self._from_request_headers(config, cert, headers)
                 if user is not None:
                     return user
             if _signed_by_one_of(cert, self.client_cas):
@@ -227,9 +280,7 @@ class DelegatingAuthenticator:
             return self._review_token(token.strip())
         return None
 
-    def _from_request_headers(self, cert, headers) -> UserInfo | None:
-        config = self.request_header
-        assert config is not None
+    def _from_request_headers(self, config: RequestHeaderConfig, cert, headers) -> UserInfo | None:
         if config.allowed_names:
             proxy = _x509_user(cert).name
             if proxy not in config.allowed_names:
@@ -282,7 +333,12 @@ def _raise_or_return(result):
 
 def lookup_authentication_config(client: ApiClient) -> dict[str, Any]:
     """The API server's published client CA and request-header settings (may be partial)."""
-    data = client.get(AUTH_CONFIGMAP).get("data") or {}
+    return published_authentication_config(client.get(AUTH_CONFIGMAP))
+
+
+def published_authentication_config(configmap: dict) -> dict[str, Any]:
+    """client_ca_pem and request_header from kube-system/extension-apiserver-authentication's data."""
+    data = configmap.get("data") or {}
     found: dict[str, Any] = {}
     if data.get("client-ca-file"):
         found["client_ca_pem"] = data["client-ca-file"].encode()
@@ -298,6 +354,120 @@ def lookup_authentication_config(client: ApiClient) -> dict[str, Any]:
             extra_prefixes=listed("requestheader-extra-headers-prefix"),
             uid_headers=listed("requestheader-uid-headers"))
     return found
+
+
+class CAReloader:
+    """Keeps the authenticator's CAs current, in one daemon thread.
+
+    files: the CA files the flags named, re-read when their (mtime, size, inode) changes and every
+    CA_REFRESH_SECONDS; lookup_client: watch kube-system/extension-apiserver-authentication for what
+    the flags left unset, re-read every CA_REFRESH_SECONDS (the watch's server-side timeout).
+    """
+
+    def __init__(self, authenticator: DelegatingAuthenticator, *, client_ca_file: str = "",
+                 requestheader_client_ca_file: str = "", lookup_client: ApiClient | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.authenticator = authenticator
+        self.files = {name: path for name, path in (("client", client_ca_file), ("requestheader", requestheader_client_ca_file))
+                      if path}
+        self.lookup_client = lookup_client
+        self.clock = clock
+        self._file_state: dict[str, tuple] = {name: self._stat(path) for name, path in self.files.items()}
+        self._file_read_at = clock()
+        self._stop = threading.Event()
+
+    @staticmethod
+    def _stat(path: str) -> tuple:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return ()
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    def check_files(self) -> bool:
+        """Re-read each CA file whose stat changed (all of them once a refresh period passed); True when a CA changed."""
+        due = self.clock() - self._file_read_at >= CA_REFRESH_SECONDS
+        if due:
+            self._file_read_at = self.clock()
+        changed = False
+        for name, path in self.files.items():
+            state = self._stat(path)
+            if not due and state == self._file_state[name]:
+                continue
+            self._file_state[name] = state
+            try:
+                with open(path, "rb") as fh:
+                    pem = fh.read()
+                if not pem.strip():
+                    raise ValueError("the file is empty")
+                if name == "client":
+                    changed |= self.authenticator.reload_client_ca(pem)
+                else:
+                    config = self.authenticator.request_header
+                    if config is not None:
+                        changed |= self.authenticator.reload_request_header(replace(config, ca_pem=pem))
+            except (OSError, ValueError) as err:
+                klog.error("Cannot reload a CA bundle; keeping the one in use", file=path, err=str(err))
+                continue
+            if changed:
+                klog.info("Reloaded a CA bundle", file=path)
+        return changed
+
+    def apply_configmap(self, configmap: dict) -> bool:
+        """Take the published CAs from one version of the configmap; True when a CA changed."""
+        try:
+            found = published_authentication_config(configmap)
+            changed = self.authenticator.apply_looked_up(found.get("client_ca_pem", b""), found.get("request_header"))
+        except (ValueError, TypeError) as err:
+            klog.error("Cannot use the CAs in kube-system/extension-apiserver-authentication; keeping the ones in use",
+                       resourceVersion=(configmap.get("metadata") or {}).get("resourceVersion", ""), err=str(err))
+            return False
+        if changed:
+            klog.info("Reloaded the client CAs from kube-system/extension-apiserver-authentication",
+                      resourceVersion=(configmap.get("metadata") or {}).get("resourceVersion", ""))
+        return changed
+
+    def watch_configmap_once(self, timeout_seconds: int = int(CA_REFRESH_SECONDS)) -> None:
+        """Read the configmap, then follow its changes until the watch's server-side timeout (one refresh period)."""
+        assert self.lookup_client is not None
+        configmap = self.lookup_client.get(AUTH_CONFIGMAP)
+        self.apply_configmap(configmap)
+        resource_version = (configmap.get("metadata") or {}).get("resourceVersion", "")
+        # The single-object watch path: authorized by the configmap's name, as the
+        # extension-apiserver-authentication-reader role grants it.
+        watch_path = AUTH_CONFIGMAP.replace("/api/v1/namespaces/", "/api/v1/watch/namespaces/", 1)
+        for event in self.lookup_client.watch(watch_path, resource_version, timeout_seconds=timeout_seconds):
+            if self._stop.is_set():
+                return
+            if event.get("type") in ("ADDED", "MODIFIED"):
+                self.apply_configmap(event.get("object") or {})
+
+    def _poll_files(self) -> None:
+        while not self._stop.wait(FILE_POLL_SECONDS):
+            self.check_files()
+
+    def _follow_configmap(self) -> None:
+        retry = 1.0
+        while not self._stop.is_set():
+            try:
+                self.watch_configmap_once()
+                retry = 1.0
+            except (ApiError, OSError, ValueError) as err:
+                klog.warning("Cannot read or watch kube-system/extension-apiserver-authentication for the client CAs; "
+                             "retrying. Grant get, list and watch on it, pass --client-ca-file, or pass "
+                             "--authentication-skip-lookup", err=str(err), retryIn=f"{retry:g}s")
+                self._stop.wait(retry)
+                retry = min(retry * 2, WATCH_RETRY_MAX_SECONDS)
+
+    def start(self) -> None:
+        """One thread polls the files, one follows the configmap (a watch blocks; the files must not wait for it)."""
+        if self.files:
+            threading.Thread(target=self._poll_files, name="ca-file-reloader", daemon=True).start()
+        if self.lookup_client is not None:
+            threading.Thread(target=self._follow_configmap, name="ca-configmap-reloader", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -255,6 +255,7 @@ def write_config(args: argparse.Namespace) -> int:
 def secure_serving(args: argparse.Namespace, creds, livez_checks, readyz_checks):
     """The secure port with kube-scheduler's delegated authentication and authorization."""
     from kubesched.auth import (
+        CAReloader,
         DelegatingAuthenticator,
         DelegatingAuthorizer,
         RequestHeaderConfig,
@@ -289,21 +290,25 @@ def secure_serving(args: argparse.Namespace, creds, livez_checks, readyz_checks)
                           tls_min_version=args.tls_min_version, tls_cipher_suites=args.tls_cipher_suites,
                           permit_port_sharing=args.permit_port_sharing, authenticator=authenticator,
                           authorizer=authorizer, livez_checks=livez_checks, readyz_checks=readyz_checks)
+    lookup_client = None
     if not args.authentication_skip_lookup and (not client_ca_pem or request_header is None):
         if authn_client is None:
             klog.warning("No authentication kubeconfig and not in a cluster: the client CA and request-header "
                          "settings are not looked up; client certificates need --client-ca-file")
-        elif args.authentication_tolerate_lookup_failure:
-            # In the background: an API server that does not answer must not hold up the health port.
-            threading.Thread(target=_look_up_client_cas, args=(authn_client, server, True), daemon=True,
-                             name="authentication-lookup").start()
         else:
-            _look_up_client_cas(authn_client, server, False)
+            if not args.authentication_tolerate_lookup_failure:
+                _look_up_client_cas(authn_client, server)
+            # The reloader reads it (again) in the background: an API server that does not answer
+            # must not hold up the health port when failures are tolerated.
+            lookup_client = authn_client
+    # As kube-scheduler's dynamiccertificates: CA files and the published CAs are reloaded on change.
+    CAReloader(authenticator, client_ca_file=args.client_ca_file,
+               requestheader_client_ca_file=args.requestheader_client_ca_file, lookup_client=lookup_client).start()
     return server
 
 
-def _look_up_client_cas(client: ApiClient, server, tolerate_failure: bool) -> None:
-    """Trust the CAs the API server publishes in kube-system/extension-apiserver-authentication."""
+def _look_up_client_cas(client: ApiClient, server) -> None:
+    """Trust the CAs the API server publishes in kube-system/extension-apiserver-authentication, or fail."""
     from kubesched.auth import lookup_authentication_config
 
     try:
@@ -311,10 +316,7 @@ def _look_up_client_cas(client: ApiClient, server, tolerate_failure: bool) -> No
     except (ApiError, OSError, ValueError) as err:
         message = ("cannot read kube-system/extension-apiserver-authentication to look up the client CA "
                    f"({err}); grant get on it, pass --client-ca-file, or pass --authentication-skip-lookup")
-        if not tolerate_failure:
-            raise ConfigError("--authentication-kubeconfig", message) from None
-        klog.warning(message)
-        return
+        raise ConfigError("--authentication-kubeconfig", message) from None
     try:
         server.trust_looked_up(found.get("client_ca_pem", b""), found.get("request_header"))
     except (ValueError, ssl.SSLError) as err:

@@ -201,16 +201,19 @@ class HealthServer:
         self.handshake_timeout = handshake_timeout
         self.idle_timeout = idle_timeout
         cert_file, key_file = serving_certificate(cert_file, key_file, cert_dir, bind_address)
-        self.context = tls_context(cert_file, key_file, client_ca_pem=self.authenticator.trusted_ca_pem(),
-                                   min_version=tls_min_version, cipher_suites=tls_cipher_suites)
+        self._tls_settings = dict(cert_file=cert_file, key_file=key_file, min_version=tls_min_version,
+                                  cipher_suites=tls_cipher_suites)
+        self.context = tls_context(client_ca_pem=self.authenticator.trusted_ca_pem(), **self._tls_settings)
+        # Each connection reads self.context when it arrives: a reloaded CA applies to the next handshake.
+        self.authenticator.add_listener(self._renew_tls_context)
         self.httpd: ThreadingHTTPServer | None = None
 
+    def _renew_tls_context(self) -> None:
+        self.context = tls_context(client_ca_pem=self.authenticator.trusted_ca_pem(), **self._tls_settings)
+
     def trust_looked_up(self, client_ca_pem: bytes, request_header) -> None:
-        """Add the CAs found in the cluster to those the flags gave (flags win where both are set)."""
-        added = self.authenticator.add_looked_up(client_ca_pem, request_header)
-        if added:
-            self.context.load_verify_locations(cadata=added.decode())
-            self.context.verify_mode = ssl.CERT_OPTIONAL
+        """Take the CAs found in the cluster where the flags gave none (flags win where both are set)."""
+        if self.authenticator.apply_looked_up(client_ca_pem, request_header):
             klog.info("Trusting client CAs from kube-system/extension-apiserver-authentication")
 
     def start(self) -> None:

@@ -27,7 +27,7 @@ INVENTORY=$ROOT/inventories/lab/hosts.yml
 
 export PATH=$VENV/bin:$PATH
 site_packages=("$VENV"/lib/python3*/site-packages)
-export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$ROOT:${site_packages[0]}}
+export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$ROOT/collections:${site_packages[0]}}
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
 export PYTHONPATH=$ROOT
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}
@@ -65,10 +65,6 @@ preflight() {
     die "the lab API server is not running; run 'make lab-up' (make demo does it for you)."
   fi
   docker info >/dev/null 2>&1 || die "no Docker engine answers; run 'make setup'."
-  [ -e "$ROOT/ansible_collections/kubesched/scheduler" ] || {
-    mkdir -p "$ROOT/ansible_collections/kubesched"
-    ln -sfn "$ROOT" "$ROOT/ansible_collections/kubesched/scheduler"
-  }
 }
 
 # The same settings as the Molecule scenarios (extensions/molecule/*/molecule.yml).
@@ -125,7 +121,7 @@ stateful_table() {
 
 up() {
   preflight
-  bash "$ROOT/lab/build-image.sh"
+  bash "$ROOT/lab/build-image.sh" bookworm
   log "offline bundle for the masters (wheelhouse and Debian packages)"
   bash "$ROOT/lab/wheelhouse.sh"
 

@@ -55,9 +55,14 @@ step_tools() {
 }
 
 step_collection() {
-  # Ansible finds kubesched.scheduler through ANSIBLE_COLLECTIONS_PATH=$ROOT.
-  mkdir -p "$ROOT/ansible_collections/kubesched"
-  ln -sfn "$ROOT" "$ROOT/ansible_collections/kubesched/scheduler"
+  # Ansible finds kubesched.scheduler through the committed link
+  # collections/ansible_collections/kubesched/scheduler (ANSIBLE_COLLECTIONS_PATH=$ROOT/collections).
+  # Older setups made a second, ignored link at the top; it would be a second copy of the
+  # collection for every tool that walks the tree.
+  if [ -L "$ROOT/ansible_collections/kubesched/scheduler" ]; then
+    rm "$ROOT/ansible_collections/kubesched/scheduler"
+    rmdir "$ROOT/ansible_collections/kubesched" "$ROOT/ansible_collections" 2>/dev/null || true
+  fi
   # ansible-test sanity --venv needs get-pip, which it would download from a host that may
   # be unreachable; the pinned copy in lab/ is the one it expects.
   mkdir -p "$HOME/.ansible/test/cache"

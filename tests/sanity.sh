@@ -13,7 +13,7 @@ mkdir -p "$DEST" "$HOME/.ansible/test/cache"
 cp -n "$ROOT/lab/get_pip_24_2.py" "$HOME/.ansible/test/cache/get_pip_24_2.py" 2>/dev/null || true
 cd "$ROOT"
 # Tracked files plus new ones that are not ignored: what a commit would carry.
-git ls-files -z --cached --others --exclude-standard | grep -zv -e '^ansible_collections/' -e '^collections/' -e '^ansible.cfg$' |
+git ls-files -z --cached --others --exclude-standard | grep -zv -e '^collections/' -e '^ansible.cfg$' |
   while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
   tar -c --null -T - -f - | tar -x -C "$DEST" -f -
 cd "$DEST"

@@ -110,7 +110,7 @@ def run(cluster: Cluster, workdir: str) -> SuiteResult:
         playbook = directory / "bad-inputs.yml"
         playbook.write_text(yaml.safe_dump(_playbook([(m, a) for m, a, _f in cases], cluster.kubeconfig,
                                                      directory / "results.json"), sort_keys=False), encoding="utf-8")
-        env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(ROOT), "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false",
+        env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections"), "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false",
                "ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
                "ANSIBLE_PYTHON_INTERPRETER": str(ROOT / ".venv" / "bin" / "python")}
         env.pop("K8S_AUTH_KUBECONFIG", None)

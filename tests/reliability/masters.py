@@ -161,7 +161,7 @@ class Masters:
         return path
 
     def ansible_env(self) -> dict:
-        env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{ROOT}:{_site_packages()}",
+        env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{ROOT / 'collections'}:{_site_packages()}",
                "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false", "ANSIBLE_PIPELINING": "true",
                "ANSIBLE_FORCE_COLOR": "false", "ANSIBLE_NOCOLOR": "true", "PYTHONPATH": str(ROOT),
                # Each task's time in the saved output: where a slow converge spends it.

@@ -264,7 +264,7 @@ def check_tls_verified_by_default(result: SuiteResult, lab: PrivateLab, cluster:
 
 
 def _run_module_without_ca(lab: PrivateLab, workdir: str) -> str:
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(ROOT), "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false",
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections"), "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false",
            "ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_PYTHON_INTERPRETER": str(ROOT / ".venv/bin/python"),
            "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.minimal"}
     for key in [k for k in env if k.startswith("K8S_AUTH_")]:

@@ -17,19 +17,11 @@ import sys
 import uuid
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-COLLECTIONS_PATH = REPO_ROOT  # holds the git-ignored link ansible_collections/kubesched/scheduler
+COLLECTIONS_PATH = os.path.join(REPO_ROOT, "collections")  # holds the committed link ansible_collections/kubesched/scheduler
 MODULE_PACKAGE = "ansible_collections.kubesched.scheduler.plugins.modules"
 
 
-def _ensure_collection_link():
-    link = os.path.join(REPO_ROOT, "ansible_collections", "kubesched", "scheduler")
-    if not os.path.exists(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(REPO_ROOT, link)
-
-
 def _import_module(module):
-    _ensure_collection_link()
     if COLLECTIONS_PATH not in sys.path:
         sys.path.insert(0, COLLECTIONS_PATH)
     return importlib.import_module("%s.%s" % (MODULE_PACKAGE, module))
@@ -65,7 +57,6 @@ def run_in_process(module, args, check_mode=False, diff=True, env=None):
 
 
 def module_env(extra=None):
-    _ensure_collection_link()
     env = {key: value for key, value in os.environ.items() if not key.startswith("K8S_AUTH_")}
     env["PYTHONPATH"] = COLLECTIONS_PATH
     env["ANSIBLE_COLLECTIONS_PATH"] = COLLECTIONS_PATH

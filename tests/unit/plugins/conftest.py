@@ -1,8 +1,7 @@
 """Make the collection importable as ansible_collections.kubesched.scheduler for plain pytest.
 
 ansible-test puts the collection on the path itself; a plain `pytest tests/unit` from the
-checkout relies on the git-ignored link ansible_collections/kubesched/scheduler -> the
-checkout, which `make setup` creates (and which is created here if it is missing).
+checkout imports it through the committed link collections/ansible_collections/kubesched/scheduler.
 """
 
 import os
@@ -12,12 +11,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.p
 
 
 def _make_collection_importable():
-    link = os.path.join(REPO_ROOT, "ansible_collections", "kubesched", "scheduler")
-    if not os.path.exists(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(REPO_ROOT, link)
-    if REPO_ROOT not in sys.path:
-        sys.path.insert(0, REPO_ROOT)
+    collections_path = os.path.join(REPO_ROOT, "collections")
+    if collections_path not in sys.path:
+        sys.path.insert(0, collections_path)
 
 
 _make_collection_importable()
