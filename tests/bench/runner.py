@@ -288,6 +288,7 @@ def summarise(workload: Workload, scheduler: str, qps_profile: str, running: Run
         "startup_s": round(bound_times[0] - running.started, 2) if bound_times else None,
         "makespan_s": round(bound_times[-1] - running.started, 2) if bound_times else None,
         "cpu_s": round(running.stats.cpu_s, 2),
+        "main_cpu_s": round(running.stats.main_cpu_s, 2),
         "peak_rss_mb": round(running.stats.peak_rss_mb, 1),
         "commit": commit,
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -308,5 +309,5 @@ def format_record(record: dict) -> str:
 
     return (f"{record['bound']}/{record['pods']} bound, {show(record['pods_per_s'])} pods/s, "
             f"p50 {show(record['p50_ms'], ' ms')}, p99 {show(record['p99_ms'], ' ms')}, "
-            f"cpu {record['cpu_s']} s, peak rss {record['peak_rss_mb']} MB"
+            f"cpu {record['cpu_s']} s (main process {record.get('main_cpu_s', '-')} s), peak rss {record['peak_rss_mb']} MB"
             + (f" [{record['failure']}]" if record.get("failure") else ""))
