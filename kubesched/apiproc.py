@@ -6,8 +6,8 @@ millisecond the scheduling loop waited (docs/performance.md measures the split).
 
 - the **watch process** runs every informer's Reflector (backend/informer.py ``reflect``):
   the list and watch HTTP, the JSON decoding and the trimming (backend/trim.py). It sends
-  what it found back as batches of JSON records, ``[informer, "L", items, rv]`` for a
-  listing and ``[informer, "E", type, object, rv]`` for a watch event, already trimmed, so
+  what it found back as batches of JSON records, ``[informer, "L", items, first, rv]`` for a
+  page of a listing (rv null until the last page) and ``[informer, "E", type, object, rv]`` for a watch event, already trimmed, so
   the scheduling process decodes a fraction of the bytes once (orjson, no pickling). Each
   informer's records arrive in the order its watch delivered them; the scheduling process
   applies them on one thread (store, diff, event handlers) exactly as an in-process
@@ -185,7 +185,7 @@ class ApiProcesses:
                 if record[1] == "E":
                     informer.apply_event(record[2], record[3], record[4])
                 else:
-                    informer.apply_list(record[2], record[3])
+                    informer.apply_list_page(record[2], record[3], record[4])
             except Exception as err:  # noqa: BLE001 - a handler bug must not leave the store behind for good
                 klog.error("Unexpected error in informer; relisting", resource=informer.name, err=repr(err))
                 self._start_reflector(record[0], informer)
@@ -294,9 +294,9 @@ def _watch_main(conn: Connection, creds: ClusterCredentials, qps: float, burst: 
 
     def run_reflector(informer_id: int, path: str, name: str, page_size: int, watch_timeout: int, transform,
                       stop: threading.Event) -> None:
-        def on_list(items: list, resource_version: str) -> None:
+        def on_list(items: list, first: bool, resource_version: str | None) -> None:
             if not stop.is_set():
-                outbox.put([informer_id, "L", items, resource_version])
+                outbox.put([informer_id, "L", items, first, resource_version])
 
         def on_event(etype: str, obj: dict, resource_version: str) -> None:
             if not stop.is_set():

@@ -227,18 +227,24 @@ class ApiClient:
 
     def list(self, path: str, params: dict | None = None, page_size: int = 0) -> dict:
         """GET a collection; with page_size, follow `continue` and return one merged list."""
-        if not page_size:
-            return self.get(path, params)
-        query = dict(params or {})
-        query["limit"] = page_size
         items: list[dict] = []
-        while True:
-            page = self.get(path, query)
+        for page in self.list_pages(path, params, page_size):
             items.extend(page.get("items") or ())
-            token = (page.get("metadata") or {}).get("continue")
+        page["items"] = items
+        return page
+
+    def list_pages(self, path: str, params: dict | None = None, page_size: int = 0) -> Iterator[dict]:
+        """GET a collection a page at a time (one page without page_size); the last page's
+        metadata carries the listing's resourceVersion."""
+        query = dict(params or {})
+        if page_size:
+            query["limit"] = page_size
+        while True:
+            page = self.get(path, query or None)
+            yield page
+            token = (page.get("metadata") or {}).get("continue") if page_size else None
             if not token:
-                page["items"] = items
-                return page
+                return
             query["continue"] = token
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int = 300,

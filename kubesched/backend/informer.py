@@ -52,6 +52,7 @@ class Informer:
         self.resource_version = ""
         self.synced = threading.Event()
         self.relists = 0
+        self._listing: list[dict] = []
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
 
@@ -76,10 +77,19 @@ class Informer:
 
     def run(self) -> None:
         """List and watch on this thread, applying what arrives (the in-process reflector)."""
-        reflect(self.client, self.path, self.name, self.stop, self.apply_list, self.apply_event,
+        reflect(self.client, self.path, self.name, self.stop, self.apply_list_page, self.apply_event,
                 page_size=self.page_size, watch_timeout=self.watch_timeout, transform=self.transform)
 
     # -- what the reflector found, applied to the store and reported --------------------
+
+    def apply_list_page(self, items: list[dict], first: bool, resource_version: str | None) -> None:
+        """One page of a listing: pages are gathered until the last (resource_version set)."""
+        if first:
+            self._listing = []  # a listing broken off midway is dropped with its pages
+        self._listing.extend(items)
+        if resource_version is not None:
+            listing, self._listing = self._listing, []
+            self.apply_list(listing, resource_version)
 
     def apply_list(self, items: list[dict], resource_version: str) -> None:
         """A fresh listing (transformed): its difference from the store becomes callbacks."""
@@ -119,7 +129,7 @@ class Informer:
             self.on_update(old, obj)
 
 
-ListSink = Callable[[list, str], None]
+ListSink = Callable[[list, bool, "str | None"], None]
 EventSink = Callable[[str, dict, str], None]
 
 
@@ -128,8 +138,10 @@ def reflect(client: ApiClient, path: str, name: str, stop: threading.Event, on_l
             transform: Transform = trim_metadata) -> None:
     """client-go's Reflector: list, then watch from the listing's resourceVersion until stop.
 
-    on_list(items, resourceVersion) gets every listing, on_event(type, object, resourceVersion)
-    every watch event, both transformed and in the server's order. A sink that raises makes
+    on_list(items, first, resourceVersion) gets every page of every listing (resourceVersion
+    None until the last page: a listing is never held whole here, so the watch process's memory
+    stays at one page), on_event(type, object, resourceVersion) every watch event, both
+    transformed and in the server's order. A sink that raises makes
     the next round a relist, so a handler bug cannot leave the store behind for good.
     """
     retry = INITIAL_RETRY
@@ -172,17 +184,22 @@ def reflect(client: ApiClient, path: str, name: str, stop: threading.Event, on_l
 
 
 def _list(client: ApiClient, path: str, page_size: int, transform: Transform, on_list: ListSink) -> str:
-    listing = client.list(path, page_size=page_size)
-    kind = listing.get("kind", "").removesuffix("List")
-    api_version = listing.get("apiVersion", "")
-    items = []
-    for item in listing.get("items") or []:
-        # List items carry no kind/apiVersion; event objects need them for involvedObject.
-        item.setdefault("kind", kind)
-        item.setdefault("apiVersion", api_version)
-        items.append(transform(item))
-    resource_version = (listing.get("metadata") or {}).get("resourceVersion", "")
-    on_list(items, resource_version)
+    pages = client.list_pages(path, page_size=page_size)
+    page = next(pages)
+    first = True
+    while page is not None:
+        following = next(pages, None)  # known before this page is sent: is it the last?
+        kind = page.get("kind", "").removesuffix("List")
+        api_version = page.get("apiVersion", "")
+        items = []
+        for item in page.get("items") or []:
+            # List items carry no kind/apiVersion; event objects need them for involvedObject.
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", api_version)
+            items.append(transform(item))
+        resource_version = (page.get("metadata") or {}).get("resourceVersion", "")
+        on_list(items, first, None if following is not None else resource_version)
+        page, first = following, False
     return resource_version
 
 
