@@ -309,5 +309,5 @@ def format_record(record: dict) -> str:
 
     return (f"{record['bound']}/{record['pods']} bound, {show(record['pods_per_s'])} pods/s, "
             f"p50 {show(record['p50_ms'], ' ms')}, p99 {show(record['p99_ms'], ' ms')}, "
-            f"cpu {record['cpu_s']} s (main process {record.get('main_cpu_s', '-')} s), peak rss {record['peak_rss_mb']} MB"
+            f"cpu {record['cpu_s']} s, peak rss {record['peak_rss_mb']} MB"
             + (f" [{record['failure']}]" if record.get("failure") else ""))
