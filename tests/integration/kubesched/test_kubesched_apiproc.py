@@ -1,6 +1,8 @@
 """kubesched's API children (kubesched/apiproc.py) against the lab: a bind the API server
-refuses is forgotten and retried, and the children never outlive kubesched."""
+refuses is forgotten and retried, killed children are started again, and they never outlive
+kubesched."""
 
+import os
 import signal
 import time
 import uuid
@@ -10,8 +12,12 @@ from kubesched_lab import events_for, node_of, pod_manifest, wait_for
 
 
 def children_of(pid: int) -> list[int]:
-    with open(f"/proc/{pid}/task/{pid}/children") as handle:
-        return [int(child) for child in handle.read().split()]
+    """Child processes of every thread (a restarted child is started by a reader thread)."""
+    children = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as handle:
+            children.extend(int(child) for child in handle.read().split())
+    return children
 
 
 def running(pid: int) -> bool:
@@ -51,3 +57,17 @@ def test_api_children_end_with_kubesched(run_kubesched, signum):
     while any(running(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [pid for pid in children if running(pid)] == []
+
+
+def test_killed_children_are_started_again_and_scheduling_goes_on(run_kubesched, nodes, core_v1, namespace):
+    nodes(2)
+    name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
+    sched = run_kubesched({"profiles": [{"schedulerName": name}]})
+    children = children_of(sched.pid)
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: len(set(children_of(sched.pid)) - set(children)) == 2, 20, what="both children started again")
+    core_v1.create_namespaced_pod(namespace, pod_manifest("after-restart", schedulerName=name), _preload_content=False)
+    wait_for(lambda: node_of(core_v1, namespace, "after-restart"), 30, what="a pod created after the restart to be bound")
+    assert sched.log().count('"API child process exited; starting it again"') == 2
+    assert sched.proc.poll() is None
