@@ -67,8 +67,7 @@ def run(kubeconfig: str, pods: int, remote: bool) -> dict:
     creds = load_kubeconfig(kubeconfig)
     admin = ApiClient(creds, qps=0, burst=0)
     namespace = f"api-io-{uuid.uuid4().hex[:6]}"
-    admin.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                  "metadata": {"name": namespace}})
+    admin.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     processes = ApiProcesses(creds, qps=0, burst=0) if remote else None
     if processes:
         client = processes.client(qps=0, burst=0, user_agent="api-io scheduler", watches=True)
@@ -127,7 +126,7 @@ def run(kubeconfig: str, pods: int, remote: bool) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--mode", choices=("both", "in-process", "children"), default="both")

@@ -28,8 +28,7 @@ def running(pid: int) -> bool:
         return False
 
 
-def test_refused_bind_is_forgotten_and_the_pod_bound_on_retry(run_kubesched, api_proxy, nodes, core_v1, api_client,
-                                                                namespace):
+def test_refused_bind_is_forgotten_and_the_pod_bound_on_retry(run_kubesched, api_proxy, nodes, core_v1, api_client, namespace):
     names = nodes(2)
     name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
     sched = run_kubesched({"clientConnection": {"kubeconfig": str(api_proxy.kubeconfig)},

@@ -153,9 +153,9 @@ def test_requests_in_flight_fail_when_the_writer_dies_and_it_is_started_again(si
 def test_qps_and_burst_still_throttle_requests(processes):
     client = processes.client(qps=5, burst=1, user_agent="test")
     started = time.monotonic()
-    for _ in range(4):
-        with pytest.raises(ChildLost):
-            client.bind("ns", "p", "uid-1", "node-1")
+    for attempt in range(4):
+        with pytest.raises(ChildLost, match=f"attempt-{attempt}"):
+            client.bind("ns", f"attempt-{attempt}", "uid-1", "node-1")
     assert time.monotonic() - started >= 0.55  # 1 at once, 3 more at 5 per second
 
 
