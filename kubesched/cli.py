@@ -335,6 +335,19 @@ def _read_file(path: str, flag: str) -> bytes:
 
 
 def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> int:
+    from kubesched.apiproc import ApiProcesses
+
+    # The informers and the scheduler's and events' requests run in child processes
+    # (apiproc.py), which end with this function (or, on any exit, when their pipe closes).
+    api_processes = ApiProcesses(creds, qps=cfg.client_connection.qps, burst=cfg.client_connection.burst,
+                                 pool_size=88, user_agent=f"kubesched/{__version__}")
+    try:
+        return _serve(cfg, creds, args, api_processes)
+    finally:
+        api_processes.close()
+
+
+def _serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace, api_processes) -> int:
     from kubesched.leaderelection import LeaderElector, new_identity
     from kubesched.scheduler import Scheduler
     from kubesched.server import ServingError
@@ -342,9 +355,10 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
     cc = cfg.client_connection
     agent = f"kubesched/{__version__}"
     # Separate clients, as kube-scheduler creates them: events and leader election must not
-    # wait behind binds in one token bucket.
-    client = ApiClient(creds, qps=cc.qps, burst=cc.burst, pool_size=80, user_agent=agent + " scheduler")
-    event_client = ApiClient(creds, qps=cc.qps, burst=cc.burst, pool_size=8, user_agent=agent + " events")
+    # wait behind binds in one token bucket. Leader election stays in this process, so a
+    # stalled child cannot keep the lease renewed.
+    client = api_processes.client(qps=cc.qps, burst=cc.burst, user_agent=agent + " scheduler", watches=True)
+    event_client = api_processes.client(qps=cc.qps, burst=cc.burst, user_agent=agent + " events")
     le_client = ApiClient(creds, qps=0, burst=0, pool_size=2, user_agent=agent + " leader-election",
                           timeout=max(1.0, cfg.leader_election.renew_deadline / 2))
     host = socket.gethostname()

@@ -199,20 +199,26 @@ class ApiClient:
     def request(self, method: str, path: str, body: Any = None, params: dict | None = None,
                 content_type: str = "application/json", timeout: float | None = None) -> dict:
         self.limiter.accept()
+        data = None if body is None else jsoncodec.dumps(body)
+        status, payload = self.perform(method, path, data, params, content_type, timeout)
+        if status >= 300:
+            raise _api_error(status, payload)
+        return jsoncodec.loads(payload) if payload else {}
+
+    def perform(self, method: str, path: str, data: bytes | None, params: dict | None, content_type: str,
+                timeout: float | None, user_agent: str | None = None) -> tuple[int, bytes]:
+        """Send one request, unthrottled (request() takes the token); the HTTP status and body."""
         url = self.server + path
         if params:
             url += "?" + urlencode(params)
         headers = dict(self.headers)
-        data = None
-        if body is not None:
-            data = jsoncodec.dumps(body)
+        if data is not None:
             headers["Content-Type"] = content_type
+        if user_agent:
+            headers["User-Agent"] = user_agent
         resp = self.pool.request(method, url, body=data, headers=headers,
                                  timeout=self._timeout if timeout is None else urllib3.Timeout(connect=5.0, read=timeout))
-        payload = resp.data
-        if resp.status >= 300:
-            raise _api_error(resp.status, payload)
-        return jsoncodec.loads(payload) if payload else {}
+        return resp.status, resp.data
 
     def get(self, path: str, params: dict | None = None) -> dict:
         return self.request("GET", path, params=params)
@@ -221,18 +227,24 @@ class ApiClient:
 
     def list(self, path: str, params: dict | None = None, page_size: int = 0) -> dict:
         """GET a collection; with page_size, follow `continue` and return one merged list."""
-        if not page_size:
-            return self.get(path, params)
-        query = dict(params or {})
-        query["limit"] = page_size
         items: list[dict] = []
-        while True:
-            page = self.get(path, query)
+        for page in self.list_pages(path, params, page_size):
             items.extend(page.get("items") or ())
-            token = (page.get("metadata") or {}).get("continue")
+        page["items"] = items
+        return page
+
+    def list_pages(self, path: str, params: dict | None = None, page_size: int = 0) -> Iterator[dict]:
+        """GET a collection a page at a time (one page without page_size); the last page's
+        metadata carries the listing's resourceVersion."""
+        query = dict(params or {})
+        if page_size:
+            query["limit"] = page_size
+        while True:
+            page = self.get(path, query or None)
+            yield page
+            token = (page.get("metadata") or {}).get("continue") if page_size else None
             if not token:
-                page["items"] = items
-                return page
+                return
             query["continue"] = token
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int = 300,

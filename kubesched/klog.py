@@ -25,6 +25,10 @@ def set_verbosity(level: int, stream: TextIO | None = None) -> None:
         _stream = stream
 
 
+def verbosity() -> int:
+    return _verbosity
+
+
 def V(level: int) -> bool:  # noqa: N802 - named as klog names it
     return _verbosity >= level
 

@@ -2,7 +2,9 @@
 
 A watch that expires (410 Gone) is replaced by a fresh list, whose difference from what we
 held becomes add/update/delete callbacks; a lost connection is retried with exponential
-backoff from the last resourceVersion seen. Callbacks run on this thread, in order.
+backoff from the last resourceVersion seen. Callbacks run on this thread, in order; with a
+client of kubesched/apiproc.py the list and watch run in the watch process instead, and the
+callbacks on the thread that applies its records, in the same order.
 """
 
 from __future__ import annotations
@@ -50,12 +52,17 @@ class Informer:
         self.resource_version = ""
         self.synced = threading.Event()
         self.relists = 0
+        self._listing: list[dict] = []
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
 
     def start(self, stop: threading.Event | None = None) -> "Informer":
         if stop is not None:
             self.stop = stop
+        hub = getattr(self.client, "watch_hub", None)
+        if hub is not None:
+            hub.watch(self)  # the list and watch run in the watch process (apiproc.py)
+            return self
         self.thread = threading.Thread(target=self.run, name=f"informer-{self.name}", daemon=True)
         self.thread.start()
         return self
@@ -69,45 +76,24 @@ class Informer:
     # -- the loop -------------------------------------------------------------------------
 
     def run(self) -> None:
-        retry = INITIAL_RETRY
-        need_list = True
-        while not self.stop.is_set():
-            try:
-                if need_list:
-                    self.relist()
-                    need_list = False
-                    retry = INITIAL_RETRY
-                self.watch_once()
-                retry = INITIAL_RETRY
-            except WatchExpired as err:
-                klog.info("Watch expired, relisting", resource=self.name, reason=str(err)[:200])
-                need_list = True
-            except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
-                klog.warning("Watch failed, retrying", resource=self.name, retryIn=f"{retry:.1f}s", err=str(err)[:300])
-                if isinstance(err, ApiError) and err.status in (401, 403):
-                    need_list = True
-                if self.stop.wait(retry * (1 + random.random() * 0.2)):
-                    return
-                retry = min(retry * 2, MAX_RETRY)
-            except Exception:  # a handler bug must not kill the informer for good
-                klog.error("Unexpected error in informer; relisting", resource=self.name,
-                           err=traceback.format_exc(limit=5))
-                need_list = True
-                if self.stop.wait(retry):
-                    return
-                retry = min(retry * 2, MAX_RETRY)
+        """List and watch on this thread, applying what arrives (the in-process reflector)."""
+        reflect(self.client, self.path, self.name, self.stop, self.apply_list_page, self.apply_event,
+                page_size=self.page_size, watch_timeout=self.watch_timeout, transform=self.transform)
 
-    def relist(self) -> None:
-        listing = self.client.list(self.path, page_size=self.page_size)
-        items = listing.get("items") or []
-        kind = listing.get("kind", "").removesuffix("List")
-        api_version = listing.get("apiVersion", "")
-        fresh: dict[str, dict] = {}
-        for item in items:
-            # List items carry no kind/apiVersion; event objects need them for involvedObject.
-            item.setdefault("kind", kind)
-            item.setdefault("apiVersion", api_version)
-            fresh[object_key(item)] = self.transform(item)
+    # -- what the reflector found, applied to the store and reported --------------------
+
+    def apply_list_page(self, items: list[dict], first: bool, resource_version: str | None) -> None:
+        """One page of a listing: pages are gathered until the last (resource_version set)."""
+        if first:
+            self._listing = []  # a listing broken off midway is dropped with its pages
+        self._listing.extend(items)
+        if resource_version is not None:
+            listing, self._listing = self._listing, []
+            self.apply_list(listing, resource_version)
+
+    def apply_list(self, items: list[dict], resource_version: str) -> None:
+        """A fresh listing (transformed): its difference from the store becomes callbacks."""
+        fresh = {object_key(item): item for item in items}
         old_store = self.store
         for key, old in list(old_store.items()):
             if key not in fresh:
@@ -115,29 +101,20 @@ class Informer:
                 self.on_delete(old)
         for key, obj in fresh.items():
             self._store(key, obj, old_store.get(key))
-        self.resource_version = (listing.get("metadata") or {}).get("resourceVersion", "")
+        self.resource_version = resource_version
         self.relists += 1
         self.synced.set()
 
-    def watch_once(self) -> None:
-        for event in self.client.watch(self.path, self.resource_version, timeout_seconds=self.watch_timeout):
-            if self.stop.is_set():
-                return
-            etype = event.get("type")
-            obj: dict[str, Any] = event.get("object") or {}
-            rv = _rv(obj)
-            if etype == "BOOKMARK":
-                self.resource_version = rv or self.resource_version
-                continue
+    def apply_event(self, etype: str, obj: dict, resource_version: str) -> None:
+        """One watch event (transformed; BOOKMARKs only move the resourceVersion)."""
+        if etype == "ADDED" or etype == "MODIFIED":
             key = object_key(obj)
-            obj = self.transform(obj)
-            if etype == "ADDED" or etype == "MODIFIED":
-                self._store(key, obj, self.store.get(key))
-            elif etype == "DELETED":
-                self.store.pop(key, None)
-                self.on_delete(obj)
-            if rv:
-                self.resource_version = rv
+            self._store(key, obj, self.store.get(key))
+        elif etype == "DELETED":
+            self.store.pop(object_key(obj), None)
+            self.on_delete(obj)
+        if resource_version:
+            self.resource_version = resource_version
 
     def _store(self, key: str, obj: dict, old: dict | None) -> None:
         """Keep obj and report it as an add, or an update of old (unless unchanged)."""
@@ -150,6 +127,80 @@ class Informer:
             self.on_add(obj)
         elif _rv(old) != _rv(obj):
             self.on_update(old, obj)
+
+
+ListSink = Callable[[list, bool, "str | None"], None]
+EventSink = Callable[[str, dict, str], None]
+
+
+def reflect(client: ApiClient, path: str, name: str, stop: threading.Event, on_list: ListSink,
+            on_event: EventSink, *, page_size: int = 0, watch_timeout: int = WATCH_TIMEOUT,
+            transform: Transform = trim_metadata) -> None:
+    """client-go's Reflector: list, then watch from the listing's resourceVersion until stop.
+
+    on_list(items, first, resourceVersion) gets every page of every listing (resourceVersion
+    None until the last page: a listing is never held whole here, so the watch process's memory
+    stays at one page), on_event(type, object, resourceVersion) every watch event, both
+    transformed and in the server's order. A sink that raises makes
+    the next round a relist, so a handler bug cannot leave the store behind for good.
+    """
+    retry = INITIAL_RETRY
+    need_list = True
+    resource_version = ""
+    while not stop.is_set():
+        try:
+            if need_list:
+                resource_version = _list(client, path, page_size, transform, on_list)
+                need_list = False
+                retry = INITIAL_RETRY
+            for event in client.watch(path, resource_version, timeout_seconds=watch_timeout):
+                if stop.is_set():
+                    return
+                etype = event.get("type")
+                obj: dict[str, Any] = event.get("object") or {}
+                rv = _rv(obj)
+                if etype != "BOOKMARK":
+                    obj = transform(obj)
+                on_event(etype, obj, rv)
+                if rv:
+                    resource_version = rv
+            retry = INITIAL_RETRY
+        except WatchExpired as err:
+            klog.info("Watch expired, relisting", resource=name, reason=str(err)[:200])
+            need_list = True
+        except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+            klog.warning("Watch failed, retrying", resource=name, retryIn=f"{retry:.1f}s", err=str(err)[:300])
+            if isinstance(err, ApiError) and err.status in (401, 403):
+                need_list = True
+            if stop.wait(retry * (1 + random.random() * 0.2)):
+                return
+            retry = min(retry * 2, MAX_RETRY)
+        except Exception:  # a handler bug must not kill the informer for good
+            klog.error("Unexpected error in informer; relisting", resource=name, err=traceback.format_exc(limit=5))
+            need_list = True
+            if stop.wait(retry):
+                return
+            retry = min(retry * 2, MAX_RETRY)
+
+
+def _list(client: ApiClient, path: str, page_size: int, transform: Transform, on_list: ListSink) -> str:
+    pages = client.list_pages(path, page_size=page_size)
+    page = next(pages)
+    first = True
+    while page is not None:
+        following = next(pages, None)  # known before this page is sent: is it the last?
+        kind = page.get("kind", "").removesuffix("List")
+        api_version = page.get("apiVersion", "")
+        items = []
+        for item in page.get("items") or []:
+            # List items carry no kind/apiVersion; event objects need them for involvedObject.
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", api_version)
+            items.append(transform(item))
+        resource_version = (page.get("metadata") or {}).get("resourceVersion", "")
+        on_list(items, first, None if following is not None else resource_version)
+        page, first = following, False
+    return resource_version
 
 
 def _uid(obj: dict) -> str:

@@ -306,6 +306,7 @@ def summarise(workload: Workload, scheduler: str, qps_profile: str, running: Run
         "startup_s": round(bound_times[0] - running.started, 2) if bound_times else None,
         "makespan_s": round(bound_times[-1] - running.started, 2) if bound_times else None,
         "cpu_s": round(running.stats.cpu_s, 2),
+        "main_cpu_s": round(running.stats.main_cpu_s, 2),
         "peak_rss_mb": round(running.stats.peak_rss_mb, 1),
         "commit": commit,
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

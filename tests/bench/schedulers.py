@@ -164,6 +164,8 @@ class ProcessStats:
         self.pid = pid
         self.ticks = os.sysconf("SC_CLK_TCK")
         self.cpu_s = 0.0
+        # The scheduler's own process, without the API children kubesched starts (kubesched/apiproc.py).
+        self.main_cpu_s = 0.0
         self.peak_rss_mb = 0.0
         self._cpu_by_pid: dict[int, float] = {}
 
@@ -201,6 +203,7 @@ class ProcessStats:
                 if line.startswith("VmHWM:"):
                     rss_kb += int(line.split()[1])
         self.cpu_s = sum(self._cpu_by_pid.values())
+        self.main_cpu_s = self._cpu_by_pid.get(self.pid, self.main_cpu_s)
         self.peak_rss_mb = max(self.peak_rss_mb, rss_kb / 1024)
 
 

@@ -95,7 +95,7 @@ class ApiProxy:
     kubesched talks to it through a kubeconfig without credentials; the proxy adds the lab's
     admin client certificate. ``cut_watches()`` ends every open watch stream, ``expire_watches``
     makes new watches answer 410 Gone (as the API server does for a too-old resourceVersion),
-    and ``pause(seconds)`` refuses connections for a while (a lost API server).
+    ``fail_binds = N`` answers the next N bindings with 500, and ``pause(seconds)`` refuses connections for a while (a lost API server).
     """
 
     def __init__(self, lab_kubeconfig: str, directory: Path):
@@ -111,6 +111,7 @@ class ApiProxy:
         self.pool = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_certs=creds.ca_file,
                                         cert_file=creds.cert_file, key_file=creds.key_file, maxsize=16)
         self.expire_watches = False
+        self.fail_binds = 0  # answer this many pods/binding POSTs with 500, as an API server in trouble
         self.expired: list[str] = []
         self.watch_connections: set = set()
         self.lock = threading.Lock()
@@ -127,6 +128,17 @@ class ApiProxy:
                 body = self.rfile.read(length) if length else None
                 headers = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "accept")}
                 watching = "watch=1" in self.path
+                if self.command == "POST" and self.path.endswith("/binding") and proxy.fail_binds > 0:
+                    proxy.fail_binds -= 1
+                    failure = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                          "reason": "InternalError", "code": 500,
+                                          "message": "binding refused by the test proxy"}).encode()
+                    self.send_response(500)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(failure)))
+                    self.end_headers()
+                    self.wfile.write(failure)
+                    return
                 if watching and proxy.expire_watches:
                     proxy.expired.append(self.path)
                     self.send_response(200)

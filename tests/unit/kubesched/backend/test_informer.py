@@ -1,4 +1,4 @@
-"""List+watch: events in order, 410 Gone relists with a diff, lost connections retried."""
+"""List+watch: events in order, 410 Gone relists with a diff, paged listings, lost connections retried."""
 
 import threading
 
@@ -20,8 +20,13 @@ class ScriptedClient:
         self.stop = stop
         self.watch_rvs = []
 
-    def list(self, path, params=None, page_size=0):
-        return self.lists.pop(0)
+    def list_pages(self, path, params=None, page_size=0):
+        """A listing step is one page (a dict) or several (a list of dicts, the last with the resourceVersion)."""
+        step = self.lists.pop(0)
+        for page in step if isinstance(step, list) else [step]:
+            if isinstance(page, Exception):
+                raise page
+            yield page
 
     def watch(self, path, resource_version, timeout_seconds=300, bookmarks=True):
         self.watch_rvs.append(resource_version)
@@ -84,3 +89,22 @@ def test_recreated_object_is_a_delete_and_an_add_not_an_update():
          {"metadata": {"resourceVersion": "9"}, "items": [new]}],
         [WatchExpired("gone"), []])
     assert seen == [("add", "a"), ("delete", "a"), ("add", "a")]
+
+
+def test_a_paged_listing_is_applied_once_whole():
+    inf, client, seen = run(
+        [[{"kind": "NodeList", "metadata": {"continue": "x"}, "items": [obj("a", "1")]},
+          {"kind": "NodeList", "metadata": {"resourceVersion": "10"}, "items": [obj("b", "2")]}]],
+        [])
+    assert seen == [("add", "a"), ("add", "b")] and inf.resource_version == "10" and inf.relists == 1
+    assert inf.store["b"]["kind"] == "Node"
+
+
+def test_a_listing_broken_off_midway_leaves_no_page_behind(monkeypatch):
+    monkeypatch.setattr(informer_module, "INITIAL_RETRY", 0.001)
+    inf, client, seen = run(
+        [[{"metadata": {"continue": "x"}, "items": [obj("stale", "1")]}, ConnectionResetError("reset by peer")],
+         {"metadata": {"resourceVersion": "20"}, "items": [obj("a", "2")]}],
+        [])
+    assert seen == [("add", "a")] and list(inf.store) == ["a"] and inf.relists == 1
+    assert client.watch_rvs == ["20"]

@@ -114,8 +114,8 @@ def test_informer_stores_and_reports_transformed_objects():
     stop = threading.Event()
 
     class Client:
-        def list(self, path, params=None, page_size=0):
-            return {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": [full_pod()]}
+        def list_pages(self, path, params=None, page_size=0):
+            yield {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": [full_pod()]}
 
         def watch(self, path, resource_version, timeout_seconds=300, bookmarks=True):
             modified = full_pod()

@@ -1,0 +1,353 @@
+"""The scheduler's API I/O in two child processes, so the scheduling loop keeps its GIL.
+
+One Python process holds one GIL: when watch decoding and the binding, event and status
+writes ran on threads of the scheduling process, every millisecond they took was a
+millisecond the scheduling loop waited (docs/performance.md measures the split). So:
+
+- the **watch process** runs every informer's Reflector (backend/informer.py ``reflect``):
+  the list and watch HTTP, the JSON decoding and the trimming (backend/trim.py). It sends
+  what it found back as batches of JSON records, ``[informer, "L", items, first, rv]`` for a
+  page of a listing (rv null until the last page) and ``[informer, "E", type, object, rv]`` for a watch event, already trimmed, so
+  the scheduling process decodes a fraction of the bytes once (orjson, no pickling). Each
+  informer's records arrive in the order its watch delivered them; the scheduling process
+  applies them on one thread (store, diff, event handlers) exactly as an in-process
+  informer did.
+- the **writer process** sends the requests of ``RemoteApiClient``: bindings, events, status
+  patches. The calling thread keeps its place and its token bucket (``--kube-api-qps`` and
+  ``--kube-api-burst`` are enforced before a request leaves), and waits for the answer: a
+  failed bind still raises in the Bind plugin, so the pod is forgotten and requeued.
+
+Both children exit when the scheduler's end of their pipe closes, which the kernel does when
+the scheduler exits for any reason, SIGKILL included: no child outlives it. A child that
+dies while the scheduler runs is started again: its informers relist (the difference
+arrives as events, as after a 410 Gone) and the requests it held fail like lost connections.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+from kubesched import jsoncodec, klog
+from kubesched.client import ApiClient, ClusterCredentials
+
+if TYPE_CHECKING:
+    from kubesched.backend.informer import Informer
+
+# Records per message: enough to amortise a pipe write, small enough to keep the events flowing.
+_MAX_BATCH = 256
+RESTART_DELAY = 1.0
+
+
+class ChildLost(ConnectionError):
+    """The writer process exited before answering; the request may or may not have been sent."""
+
+
+class _Child:
+    """One child process and the scheduler's end of its socket, started again if it dies."""
+
+    def __init__(self, name: str, init: tuple, on_message, on_restart=None):
+        self.name = name
+        self.init = init
+        self.on_message = on_message
+        self.on_restart = on_restart
+        self.closing = threading.Event()
+        self.send_lock = threading.Lock()
+        self.process: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.conn: Connection | None = None
+        self._spawn()
+        self.reader = threading.Thread(target=self._read, name=f"{name}-reader", daemon=True)
+        self.reader.start()
+
+    def _spawn(self) -> None:
+        ours, theirs = socket.socketpair()
+        # A fresh interpreter that imports only this module and the client (not the whole
+        # scheduler, as multiprocessing's spawn would by re-running the main script), and
+        # inherits nothing but its socket: fork would copy threads and locks mid-use.
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from kubesched.apiproc import child_main; child_main()", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=_child_environment())
+        theirs.close()  # only the child may hold it, so the child's end sees EOF when we go
+        self.sock = ours
+        self.conn = Connection(os.dup(ours.fileno()))
+        self.conn.send((self.name, klog.verbosity(), *self.init))
+
+    def send(self, message: Any) -> None:
+        with self.send_lock:
+            self.conn.send(message)
+
+    def _read(self) -> None:
+        while not self.closing.is_set():
+            try:
+                message = self.conn.recv_bytes()
+            except (EOFError, OSError):
+                if self.closing.is_set():
+                    return
+                self.process.wait()
+                klog.error("API child process exited; starting it again", process=self.name,
+                           exitcode=self.process.returncode)
+                time.sleep(RESTART_DELAY)
+                if self.closing.is_set():
+                    return
+                with self.send_lock:
+                    self.conn.close()
+                    self.sock.close()
+                    self._spawn()
+                if self.on_restart is not None:
+                    self.on_restart()
+                continue
+            self.on_message(message)
+
+    def close(self, timeout: float = 2.0) -> None:
+        self.closing.set()
+        # shutdown, not only close: our reader thread blocked in recv keeps a closed fd's
+        # socket open, and the child would never read its EOF.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.conn.close()
+        self.sock.close()
+        if self.process is not None:
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _child_environment() -> dict[str, str]:
+    """The child imports kubesched from wherever this process did (a source tree on sys.path too)."""
+    env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, env.get("PYTHONPATH"))))
+    return env
+
+
+class ApiProcesses:
+    """The watch and writer processes of one scheduler; ``client()`` makes clients that use them."""
+
+    def __init__(self, creds: ClusterCredentials, *, qps: float, burst: int, pool_size: int = 96,
+                 user_agent: str = "kubesched"):
+        self.informers: dict[int, Informer] = {}
+        self._informer_ids = itertools.count(1)
+        self._request_ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._pending_lock = threading.Lock()
+        # Lists and watches are a handful of requests: the watch process gets the scheduler's
+        # qps/burst for them (client-go's informers share the scheduler's client).
+        self.watcher = _Child("watch", (creds, qps, burst, user_agent + " informers"),
+                              self._on_records, on_restart=self._rewatch)
+        self.writer = _Child("writer", (creds, pool_size, user_agent), self._on_answer,
+                             on_restart=self._fail_pending)
+
+    def client(self, *, qps: float, burst: int, user_agent: str, watches: bool = False) -> "RemoteApiClient":
+        """A client whose requests the writer process sends; with watches, its informers run
+        in the watch process."""
+        return RemoteApiClient(self, qps=qps, burst=burst, user_agent=user_agent, watches=watches)
+
+    def close(self) -> None:
+        self.watcher.close()
+        self.writer.close()
+        self._fail_pending()
+
+    # -- informers ----------------------------------------------------------------------
+
+    def watch(self, informer: Informer) -> None:
+        informer_id = next(self._informer_ids)
+        self.informers[informer_id] = informer
+        self._start_reflector(informer_id, informer)
+
+    def _start_reflector(self, informer_id: int, informer: Informer) -> None:
+        self.watcher.send(("watch", informer_id, informer.path, informer.name, informer.page_size,
+                           informer.watch_timeout, informer.transform))
+
+    def _rewatch(self) -> None:
+        for informer_id, informer in list(self.informers.items()):
+            self._start_reflector(informer_id, informer)
+
+    def _on_records(self, message: bytes) -> None:
+        for record in jsoncodec.loads(message):
+            informer = self.informers.get(record[0])
+            if informer is None or informer.stop.is_set():
+                continue
+            try:
+                if record[1] == "E":
+                    informer.apply_event(record[2], record[3], record[4])
+                else:
+                    informer.apply_list_page(record[2], record[3], record[4])
+            except Exception as err:  # noqa: BLE001 - a handler bug must not leave the store behind for good
+                klog.error("Unexpected error in informer; relisting", resource=informer.name, err=repr(err))
+                self._start_reflector(record[0], informer)
+
+    # -- requests -----------------------------------------------------------------------
+
+    def call(self, method: str, path: str, data: bytes | None, params: dict | None, content_type: str,
+             timeout: float, user_agent: str) -> tuple[int, bytes]:
+        request_id = next(self._request_ids)
+        pending = _Pending()
+        with self._pending_lock:
+            self._pending[request_id] = pending
+        try:
+            self.writer.send((request_id, method, path, data, params, content_type, timeout, user_agent))
+        except (OSError, ValueError) as err:
+            with self._pending_lock:
+                self._pending.pop(request_id, None)
+            raise ChildLost(f"the API writer process is not running ({err}); the request was not sent") from None
+        # The child gives up on the server after timeout; the margin covers a slow connect.
+        if not pending.done.wait(timeout + 15.0):
+            with self._pending_lock:
+                self._pending.pop(request_id, None)
+            raise TimeoutError(f"{method} {path}: no answer from the API writer process")
+        if pending.status < 0:
+            raise ChildLost(pending.payload.decode(errors="replace"))
+        return pending.status, pending.payload
+
+    def _on_answer(self, message: bytes) -> None:
+        request_id, status, payload = _decode_answer(message)
+        with self._pending_lock:
+            pending = self._pending.pop(request_id, None)
+        if pending is not None:
+            pending.status, pending.payload = status, payload
+            pending.done.set()
+
+    def _fail_pending(self) -> None:
+        with self._pending_lock:
+            lost, self._pending = self._pending, {}
+        for pending in lost.values():
+            pending.status, pending.payload = -1, b"the API writer process exited before answering"
+            pending.done.set()
+
+
+class _Pending:
+    __slots__ = ("done", "status", "payload")
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.status = -1
+        self.payload = b""
+
+
+class RemoteApiClient(ApiClient):
+    """ApiClient whose requests leave through the writer process (informers: the watch process).
+
+    The token bucket stays here, in the caller's thread, so qps and burst mean what they did.
+    """
+
+    def __init__(self, processes: ApiProcesses, *, qps: float, burst: int, user_agent: str, watches: bool):
+        super().__init__(ClusterCredentials(server=""), qps=qps, burst=burst, pool_size=1, user_agent=user_agent)
+        self.processes = processes
+        self.watch_hub = processes if watches else None
+
+    def perform(self, method: str, path: str, data: bytes | None, params: dict | None, content_type: str,
+                timeout: float | None, user_agent: str | None = None) -> tuple[int, bytes]:
+        return self.processes.call(method, path, data, params, content_type,
+                                   self.timeout if timeout is None else timeout,
+                                   user_agent or self.headers["User-Agent"])
+
+    def watch(self, path: str, resource_version: str, timeout_seconds: int = 300, bookmarks: bool = True):
+        raise NotImplementedError("watches run in the watch process: start an Informer with this client")
+
+
+# -- the children ---------------------------------------------------------------------------
+
+def child_main() -> None:
+    """Entry point of a child: its socket's fd is the last argument, its settings the first message."""
+    conn = Connection(int(sys.argv[-1]))
+    try:
+        name, verbosity, *init = conn.recv()
+    except (EOFError, OSError):
+        os._exit(0)
+    klog.set_verbosity(verbosity)
+    {"watch": _watch_main, "writer": _writer_main}[name](conn, *init)
+
+
+def _watch_main(conn: Connection, creds: ClusterCredentials, qps: float, burst: int, user_agent: str) -> None:
+    from kubesched.backend.informer import reflect
+
+    client = ApiClient(creds, qps=qps, burst=burst, pool_size=64, user_agent=user_agent)
+    outbox: queue.SimpleQueue = queue.SimpleQueue()
+    stops: dict[int, threading.Event] = {}
+
+    def send_batches() -> None:
+        while True:
+            batch = [outbox.get()]
+            while len(batch) < _MAX_BATCH:
+                try:
+                    batch.append(outbox.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                conn.send_bytes(jsoncodec.dumps(batch))
+            except OSError:
+                os._exit(0)  # the scheduler is gone
+
+    def run_reflector(informer_id: int, path: str, name: str, page_size: int, watch_timeout: int, transform,
+                      stop: threading.Event) -> None:
+        def on_list(items: list, first: bool, resource_version: str | None) -> None:
+            if not stop.is_set():
+                outbox.put([informer_id, "L", items, first, resource_version])
+
+        def on_event(etype: str, obj: dict, resource_version: str) -> None:
+            if not stop.is_set():
+                outbox.put([informer_id, "E", etype, obj, resource_version])
+
+        reflect(client, path, name, stop, on_list, on_event, page_size=page_size, watch_timeout=watch_timeout,
+                transform=transform)
+
+    threading.Thread(target=send_batches, name="sender", daemon=True).start()
+    while True:
+        try:
+            command = conn.recv()
+        except (EOFError, OSError):
+            os._exit(0)  # the scheduler exited: so do we, whatever our threads are doing
+        _kind, informer_id, *spec = command
+        if informer_id in stops:
+            stops[informer_id].set()  # a relist asked for: the old reflector sends nothing more
+        stops[informer_id] = threading.Event()
+        threading.Thread(target=run_reflector, args=(informer_id, *spec, stops[informer_id]),
+                         name=f"reflector-{spec[1]}", daemon=True).start()
+
+
+def _writer_main(conn: Connection, creds: ClusterCredentials, pool_size: int, user_agent: str) -> None:
+    client = ApiClient(creds, qps=0, burst=0, pool_size=pool_size, user_agent=user_agent)
+    send_lock = threading.Lock()
+
+    def perform(request_id: int, method: str, path: str, data: bytes | None, params: dict | None,
+                content_type: str, timeout: float, agent: str) -> None:
+        try:
+            status, payload = client.perform(method, path, data, params, content_type, timeout, agent)
+        except Exception as err:  # noqa: BLE001 - any failure is the caller's to handle, as in-process
+            status, payload = -1, f"{method} {path}: {type(err).__name__}: {err}".encode()
+        answer = _encode_answer(request_id, status, payload)
+        with send_lock:
+            try:
+                conn.send_bytes(answer)
+            except OSError:
+                os._exit(0)
+
+    with ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="write") as pool:
+        while True:
+            try:
+                request = conn.recv()
+            except (EOFError, OSError):
+                os._exit(0)
+            pool.submit(perform, *request)
+
+
+def _encode_answer(request_id: int, status: int, payload: bytes) -> bytes:
+    return request_id.to_bytes(8, "little") + status.to_bytes(4, "little", signed=True) + payload
+
+
+def _decode_answer(message: bytes) -> tuple[int, int, bytes]:
+    return int.from_bytes(message[:8], "little"), int.from_bytes(message[8:12], "little", signed=True), message[12:]

@@ -1,0 +1,199 @@
+"""The hand-off between the scheduling process and its API children (kubesched/apiproc.py):
+records applied in order, a listing's difference, a handler failure asking for a relist,
+request failures raised in the caller, the token bucket kept, and no child left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from kubesched import jsoncodec
+from kubesched.apiproc import ApiProcesses, ChildLost
+from kubesched.backend.informer import Informer
+from kubesched.client import ClusterCredentials
+from kubesched.framework.types import PodInfo
+from kubesched.plugins.default_binder import DefaultBinder
+
+
+def obj(name, rv, uid="u"):
+    return {"metadata": {"name": name, "resourceVersion": rv, "uid": uid}}
+
+
+@pytest.fixture
+def silent_server():
+    """A TCP port that accepts connections and never answers: requests hang until killed."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+@pytest.fixture
+def closed_port():
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+@pytest.fixture
+def processes(closed_port):
+    started = ApiProcesses(ClusterCredentials(server=f"http://127.0.0.1:{closed_port}"), qps=0, burst=0)
+    yield started
+    started.close()
+
+
+def informer_on(processes, seen):
+    client = processes.client(qps=0, burst=0, user_agent="test", watches=True)
+    informer = Informer(client, "/api/v1/nodes", name="nodes",
+                        on_add=lambda o: seen.append(("add", o["metadata"]["name"])),
+                        on_update=lambda old, new: seen.append(("update", new["metadata"]["name"])),
+                        on_delete=lambda o: seen.append(("delete", o["metadata"]["name"])))
+    processes.informers[99] = informer
+    return informer
+
+
+def test_records_reach_the_informer_in_order_and_move_its_resource_version(processes):
+    seen = []
+    informer = informer_on(processes, seen)
+    processes._on_records(jsoncodec.dumps([
+        [99, "L", [obj("a", "9")], True, "10"],
+        [99, "E", "ADDED", obj("b", "11"), "11"], [99, "E", "MODIFIED", obj("a", "12"), "12"],
+        [99, "E", "BOOKMARK", {"metadata": {"resourceVersion": "15"}}, "15"],
+        [99, "E", "DELETED", obj("b", "16"), "16"]]))
+    assert seen == [("add", "a"), ("add", "b"), ("update", "a"), ("delete", "b")]
+    assert list(informer.store) == ["a"] and informer.resource_version == "16" and informer.synced.is_set()
+
+
+def test_a_relisting_arrives_as_its_difference(processes):
+    seen = []
+    informer = informer_on(processes, seen)
+    processes._on_records(jsoncodec.dumps([[99, "L", [obj("a", "1"), obj("b", "1")], True, None],
+                                           [99, "L", [obj("c", "1")], False, "10"]]))
+    # After a 410 Gone the watch process lists again: b changed, c went, d came, a was re-created.
+    processes._on_records(jsoncodec.dumps([[99, "L", [obj("a", "1", uid="u2"), obj("b", "2"), obj("d", "3")], True, "50"]]))
+    assert seen[3:] == [("delete", "c"), ("delete", "a"), ("add", "a"), ("update", "b"), ("add", "d")]
+    assert informer.relists == 2 and informer.resource_version == "50"
+
+
+def test_a_failing_handler_asks_for_a_relist_and_later_records_still_apply(processes, monkeypatch):
+    seen = []
+    informer = informer_on(processes, seen)
+    relisted = []
+    monkeypatch.setattr(processes, "_start_reflector", lambda informer_id, inf: relisted.append((informer_id, inf)))
+
+    def failing_add(raw):
+        raise RuntimeError("handler bug")
+
+    informer.on_add = failing_add
+    processes._on_records(jsoncodec.dumps([[99, "E", "ADDED", obj("a", "1"), "1"],
+                                           [99, "E", "MODIFIED", obj("a", "2"), "2"]]))
+    assert relisted == [(99, informer)]
+    assert seen == [("update", "a")] and informer.resource_version == "2"
+
+
+def test_records_of_a_stopped_informer_are_dropped(processes):
+    seen = []
+    informer = informer_on(processes, seen)
+    informer.stop.set()
+    processes._on_records(jsoncodec.dumps([[99, "E", "ADDED", obj("a", "1"), "1"]]))
+    assert seen == [] and informer.store == {}
+
+
+def test_a_failed_request_raises_in_the_caller_and_fails_the_bind(processes):
+    client = processes.client(qps=0, burst=0, user_agent="test")
+    with pytest.raises(ChildLost, match="POST /api/v1/namespaces/ns/pods/p/binding"):
+        client.bind("ns", "p", "uid-1", "node-1")
+    # The Bind plugin turns it into an error status, so the runtime forgets and requeues the pod.
+    handle = type("Handle", (), {"client": client})()
+    pod = PodInfo({"metadata": {"name": "p", "namespace": "ns", "uid": "uid-1"}, "spec": {}})
+    status = DefaultBinder(handle=handle).bind(None, pod, "node-1")
+    assert status is not None and not status.is_success() and "binding" in status.message()
+
+
+def test_requests_in_flight_fail_when_the_writer_dies_and_it_is_started_again(silent_server):
+    processes = ApiProcesses(ClusterCredentials(server=f"http://127.0.0.1:{silent_server}"), qps=0, burst=0)
+    try:
+        client = processes.client(qps=0, burst=0, user_agent="test")
+        failures = []
+
+        def bind():
+            try:
+                client.bind("ns", "p", "uid-1", "node-1")
+            except ChildLost as err:
+                failures.append(str(err))
+
+        caller = threading.Thread(target=bind)
+        caller.start()
+        deadline = time.monotonic() + 10
+        while not processes._pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        first = processes.writer.process
+        first.kill()
+        caller.join(timeout=10)
+        assert failures == ["the API writer process exited before answering"]
+        deadline = time.monotonic() + 10
+        while processes.writer.process is first and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes.writer.process is not first and processes.writer.process.poll() is None
+    finally:
+        processes.close()
+
+
+def test_qps_and_burst_still_throttle_requests(processes):
+    client = processes.client(qps=5, burst=1, user_agent="test")
+    started = time.monotonic()
+    for attempt in range(4):
+        with pytest.raises(ChildLost, match=f"attempt-{attempt}"):
+            client.bind("ns", f"attempt-{attempt}", "uid-1", "node-1")
+    assert time.monotonic() - started >= 0.55  # 1 at once, 3 more at 5 per second
+
+
+def test_close_ends_both_children(closed_port):
+    processes = ApiProcesses(ClusterCredentials(server=f"http://127.0.0.1:{closed_port}"), qps=0, burst=0)
+    children = [processes.watcher.process, processes.writer.process]
+    processes.close()
+    assert [child.poll() for child in children] == [0, 0]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_children_die_with_their_parent(closed_port, signum):
+    parent_code = textwrap.dedent(f"""
+        import sys, time
+        from kubesched.apiproc import ApiProcesses
+        from kubesched.client import ClusterCredentials
+        processes = ApiProcesses(ClusterCredentials(server="http://127.0.0.1:{closed_port}"), qps=0, burst=0)
+        print(processes.watcher.process.pid, processes.writer.process.pid, flush=True)
+        time.sleep(60)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.getcwd()})
+    children = [int(pid) for pid in parent.stdout.readline().split()]
+    assert len(children) == 2
+    parent.send_signal(signum)
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    alive = children
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in children if _running(pid)]
+        time.sleep(0.05)
+    assert alive == [], f"children {alive} outlived their parent after {signum.name}"
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has exited; only its parent's wait is missing
