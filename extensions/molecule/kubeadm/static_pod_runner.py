@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """The part of the kubelet a kubeadm master's scheduler depends on, for masters without a kubelet.
 
 The containers of the kubeadm scenario have no kubelet and no container runtime. This service
