@@ -98,7 +98,7 @@ def test_a_partial_run_replaces_only_its_own_records(tmp_path):
 
 def test_workload_selection():
     assert [w.name for w in select(["SchedulingBasic"], quick=False)] == [
-        "SchedulingBasic/500Nodes", "SchedulingBasic/5000Nodes"]
+        "SchedulingBasic/500Nodes", "SchedulingBasic/5000Nodes", "SchedulingBasic/15000Nodes"]
     assert [w.name for w in select(None, quick=True)] == ["SchedulingBasic/500Nodes"]
     assert "Smoke/20Nodes" not in [w.name for w in select(None, quick=False)]
     with pytest.raises(ValueError, match="unknown workload 'Nope'"):

@@ -190,7 +190,8 @@ def test_repeated_failures_fold_into_one_event_series(run_scheduler, nodes, core
     # The first attempt's condition patch gives the pod a new resourceVersion, which is part of
     # the key: attempt 2 starts a second event, attempt 3 makes it a series (count 2), attempt 4
     # is counted in memory only.
-    assert outcomes["kubesched"] == outcomes["kube-scheduler"] == [None, 2]
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"], outcomes
+    assert outcomes["kube-scheduler"] == [None, 2], outcomes
 
 
 def test_a_resized_pod_counts_what_it_was_allocated(run_scheduler, nodes, core_v1, namespace):
