@@ -26,32 +26,9 @@ sys.path.insert(0, ".")
 from kubesched.config import parse_config  # noqa: E402
 from kubesched.framework.types import PodInfo  # noqa: E402
 from kubesched.scheduler import Scheduler  # noqa: E402
+from tests.bench.loop import NullClient  # noqa: E402
 
 ZONES = ("zone-a", "zone-b", "zone-c")
-
-
-class InstantClient:
-    """Answers every call the scheduling and binding cycles make at once."""
-
-    def __init__(self) -> None:
-        self.binds = 0
-        self.bound: list[tuple[str, str]] = []  # (pod name, node), in binding order
-
-    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
-        self.binds += 1
-        self.bound.append((name, node_name))
-
-    def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict:
-        return {}
-
-    def create_event(self, namespace: str, event: dict, api: str = "events.k8s.io/v1") -> dict:
-        return event
-
-    def patch_event(self, namespace: str, name: str, patch: dict) -> dict:
-        return {}
-
-    def list(self, path: str, params: dict | None = None, page_size: int = 0) -> dict:
-        return {"items": []}
 
 
 def node_manifest(index: int, workload: str) -> dict:
@@ -98,7 +75,7 @@ def main() -> None:
 
     cfg = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                         "profiles": [{}]})
-    client = InstantClient()
+    client = NullClient()
     sched = Scheduler(cfg, client, rng=random.Random(opts.seed))
     for i in range(opts.nodes):
         sched.on_node_add(node_manifest(i, opts.workload))

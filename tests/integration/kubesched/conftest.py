@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from kubesched_lab import KUBESCHED, ROOT, KubeschedProcess, free_port, write_config
 
+from lab.binaries import binary
+
 
 @pytest.fixture
 def run_kubesched(lab_kubeconfig, tmp_path):
@@ -62,7 +64,7 @@ def api_proxy(lab_kubeconfig, tmp_path):
 
 
 # The pinned upstream scheduler the agreement tests run beside kubesched (lab/k8s-binaries.sh).
-KUBE_SCHEDULER = Path.home() / ".cache" / "kubesched" / "v1.37.1" / "bin" / "kube-scheduler"
+KUBE_SCHEDULER = Path(binary("kube-scheduler"))
 
 
 @dataclass
@@ -96,3 +98,33 @@ def either_scheduler(request, run_kubesched, lab_kubeconfig, tmp_path):
         yield RunningScheduler(kind, name, process)
     finally:
         process.stop()
+
+
+@pytest.fixture
+def run_scheduler(run_kubesched, lab_kubeconfig, tmp_path):
+    """Factory: run_scheduler(kind, name=None, **profile) -> the schedulerName served by kubesched
+    or the pinned kube-scheduler, with one profile {"schedulerName": name, **profile} (a fresh
+    name by default). kube-scheduler is not waited for: a test waits for what it places."""
+    upstream: list[subprocess.Popen] = []
+
+    def start(kind: str, name: str | None = None, **profile) -> str:
+        name = name or f"agree-{uuid.uuid4().hex[:6]}"
+        config = {"profiles": [{"schedulerName": name, **profile}]}
+        if kind == "kubesched":
+            run_kubesched(config)
+            return name
+        if not KUBE_SCHEDULER.exists():
+            pytest.fail(f"{KUBE_SCHEDULER} is missing: run 'make setup' (lab/k8s-binaries.sh builds it).", pytrace=False)
+        path = write_config(config, tmp_path, lab_kubeconfig)
+        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
+        upstream.append(subprocess.Popen([str(KUBE_SCHEDULER), "--config", str(path), "--secure-port", "0", "-v=2"],
+                                         stdout=log, stderr=subprocess.STDOUT))
+        return name
+
+    yield start
+    for proc in upstream:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

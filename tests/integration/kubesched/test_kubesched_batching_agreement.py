@@ -7,51 +7,13 @@ kube-scheduler's parallel filter order."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import uuid
 
 import pytest
-import yaml
-from kubesched_lab import API_VERSION, pod_manifest, set_taints, wait_for
+from kubesched_lab import pod_manifest, set_taints, wait_for
 
-from lab.binaries import binary
-
-KUBE_SCHEDULER = binary("kube-scheduler")
 SCHEDULERS = ("kube-scheduler", "kubesched")
 NO_DEFAULT_SPREAD = {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": []}}
-
-
-@pytest.fixture
-def start_scheduler(run_kubesched, lab_kubeconfig, tmp_path):
-    """Factory: start_scheduler(kind) -> a fresh schedulerName served with batching-friendly config."""
-    upstream: list[subprocess.Popen] = []
-
-    def start(kind: str) -> str:
-        name = f"batch-{uuid.uuid4().hex[:6]}"
-        profile = {"schedulerName": name, "pluginConfig": [NO_DEFAULT_SPREAD]}
-        if kind == "kubesched":
-            run_kubesched({"profiles": [profile]})
-            return name
-        if not os.path.exists(KUBE_SCHEDULER):
-            pytest.fail(f"{KUBE_SCHEDULER} is missing: run lab/k8s-binaries.sh", pytrace=False)
-        config = tmp_path / f"{name}.yaml"
-        config.write_text(yaml.safe_dump({
-            "apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration",
-            "clientConnection": {"kubeconfig": lab_kubeconfig}, "leaderElection": {"leaderElect": False},
-            "profiles": [profile]}))
-        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
-        upstream.append(subprocess.Popen([KUBE_SCHEDULER, "--config", str(config), "--secure-port", "0", "-v=2"],
-                                         stdout=log, stderr=subprocess.STDOUT))
-        return name
-
-    yield start
-    for proc in upstream:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def preferring(name: str, scheduler: str, preferred: list[str]) -> dict:
@@ -68,13 +30,13 @@ def preferring(name: str, scheduler: str, preferred: list[str]) -> dict:
     (1, 3, 3, [0, 1, 2]),  # "three pod batch": each node full after one pod, the next of the ranking
     (2, 2, 3, [0, 0, 1]),  # rescoring: the first node takes two pods, then it is full
 ], ids=["previous node full", "previous node rescored"])
-def test_identical_pods_land_where_kube_scheduler_puts_them(start_scheduler, nodes, core_v1, namespace,
+def test_identical_pods_land_where_kube_scheduler_puts_them(run_scheduler, nodes, core_v1, namespace,
                                                             max_pods, count, pods, expected):
     placed = {}
     for kind in SCHEDULERS:
         names = set_taints(core_v1, nodes(count, cpu="100", pods=max_pods, zones=0,
                                           prefix=f"b{kind[-5:]}-{uuid.uuid4().hex[:3]}-"))
-        scheduler = start_scheduler(kind)
+        scheduler = run_scheduler(kind, pluginConfig=[NO_DEFAULT_SPREAD])
         placed[kind] = []
         for index in range(pods):
             pod = f"{kind}-{index}"

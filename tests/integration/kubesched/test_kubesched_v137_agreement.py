@@ -11,51 +11,14 @@ node from run to run (tests/unit/kubesched/plugins/test_default_preemption.py ho
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 import uuid
 
 import pytest
-import yaml
 from kubernetes import client
-from kubesched_lab import API_VERSION, pod_manifest, set_taints, wait_for
+from kubesched_lab import pod_manifest, set_taints, wait_for
 
-from lab.binaries import binary
-
-KUBE_SCHEDULER = binary("kube-scheduler")
 SCHEDULERS = ("kube-scheduler", "kubesched")
-
-
-@pytest.fixture
-def run_scheduler(run_kubesched, lab_kubeconfig, tmp_path):
-    """Factory: run_scheduler(kind, name=None) -> the schedulerName it serves (a fresh one by default)."""
-    upstream: list[subprocess.Popen] = []
-
-    def start(kind: str, name: str | None = None) -> str:
-        name = name or f"agree-{uuid.uuid4().hex[:6]}"
-        if kind == "kubesched":
-            run_kubesched({"profiles": [{"schedulerName": name}]})
-            return name
-        if not os.path.exists(KUBE_SCHEDULER):
-            pytest.fail(f"{KUBE_SCHEDULER} is missing: run lab/k8s-binaries.sh", pytrace=False)
-        config = tmp_path / f"{name}.yaml"
-        config.write_text(yaml.safe_dump({
-            "apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration",
-            "clientConnection": {"kubeconfig": lab_kubeconfig}, "leaderElection": {"leaderElect": False},
-            "profiles": [{"schedulerName": name}]}))
-        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
-        upstream.append(subprocess.Popen([KUBE_SCHEDULER, "--config", str(config), "--secure-port", "0", "-v=2"],
-                                         stdout=log, stderr=subprocess.STDOUT))
-        return name
-
-    yield start
-    for proc in upstream:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def read_pod(core_v1, namespace: str, name: str) -> dict:
