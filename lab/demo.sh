@@ -52,7 +52,7 @@ demo_gpu() { "$VENV/bin/python" "$ROOT/lab/demo_gpu.py" --kubeconfig "$KUBECONFI
 # S11: GPUs published by the fake DRA driver on two of the nodes, a Deployment whose pods each
 # get a GPU through a ResourceClaimTemplate, and which device each pod's claim got.
 gpu_workload() {
-  log "S11: the fake DRA driver publishes GPUs on demo-node-0 and demo-node-1; a Deployment asks for one GPU per pod"
+  log "S11: the fake DRA driver publishes GPUs on demo-node-1 and demo-node-2; a Deployment asks for one GPU per pod"
   demo_gpu up
   demo_gpu wait || true
   log "which GPU each pod got (from its claim's status.allocation)"

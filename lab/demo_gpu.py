@@ -1,7 +1,8 @@
 """The demo's GPU workload (S11), run with PYTHONPATH at the repository root:
 
-    python lab/demo_gpu.py up      the fake DRA driver publishes 2 GPUs on each of demo-node-0 and
-                                   demo-node-1 (none on demo-node-2), a DeviceClass, a
+    python lab/demo_gpu.py up      the fake DRA driver publishes 2 GPUs on each of demo-node-1 and
+                                   demo-node-2 (none on demo-node-0, tainted for blue
+                                   workloads, which these pods do not tolerate), a DeviceClass, a
                                    ResourceClaimTemplate for one GPU, and a Deployment of 3 pods
                                    that each get a claim from it (namespace demo-gpu), afresh
     python lab/demo_gpu.py wait    until every pod is bound with its claim allocated
@@ -26,7 +27,7 @@ from lab.fake_dra_driver import DRIVER, GROUP, VERSION, apply, delete_all, devic
 from lab.fake_nodes import core_v1_from_kubeconfig
 
 NAMESPACE = "demo-gpu"
-GPU_NODES = ("demo-node-0", "demo-node-1")
+GPU_NODES = ("demo-node-1", "demo-node-2")
 GPUS_PER_NODE = 2
 REPLICAS = 3
 CLASS = "demo-gpu.example.com"
