@@ -69,6 +69,29 @@ step_collection() {
   cp -n "$ROOT/lab/get_pip_24_2.py" "$HOME/.ansible/test/cache/get_pip_24_2.py" 2>/dev/null || true
 }
 
+pid_file_is_stale() {
+  # A pid file is stale when nothing runs under its pid, or when the pid was reused by a
+  # process that is not the one named (its /proc/PID/comm).
+  local file=$1 name=$2 pid
+  [ -f "$file" ] || return 1
+  pid=$(cat "$file" 2>/dev/null)
+  [ -n "$pid" ] || return 0
+  [ "$(cat "/proc/$pid/comm" 2>/dev/null)" != "$name" ]
+}
+
+clear_stale_docker_pids() {
+  # A dockerd killed with its session leaves its pid files behind. dockerd then trusts
+  # containerd.pid, waits for a containerd that is some other process (the pid was reused)
+  # and gives up ("timeout waiting for containerd to start").
+  local file
+  for file in /var/run/docker/containerd/containerd.pid:containerd /var/run/docker.pid:dockerd; do
+    if pid_file_is_stale "${file%%:*}" "${file##*:}"; then
+      log "removing the stale pid file ${file%%:*} (a dockerd that ended without cleaning up)"
+      rm -f "${file%%:*}"
+    fi
+  done
+}
+
 step_docker() {
   docker info >/dev/null 2>&1 && return 0
   if ! command -v dockerd >/dev/null 2>&1; then
@@ -80,17 +103,22 @@ step_docker() {
   if ! docker info >/dev/null 2>&1; then
     [ "$(id -u)" = 0 ] || die "the Docker engine is installed but not running; start it (sudo systemctl start docker) and run again."
     if command -v systemctl >/dev/null 2>&1 && systemctl start docker 2>/dev/null; then :; else
+      clear_stale_docker_pids
       log "starting dockerd in the background (log /var/log/kubesched-dockerd.log)"
       setsid dockerd >/var/log/kubesched-dockerd.log 2>&1 </dev/null &
     fi
-    for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
-    die "dockerd did not come up within 30 s; see /var/log/kubesched-dockerd.log"
+    for _ in $(seq 1 120); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
+    tail -5 /var/log/kubesched-dockerd.log >&2 || true
+    die "dockerd did not come up within 60 s; see /var/log/kubesched-dockerd.log"
   fi
 }
 
 step_image() { bash "$ROOT/lab/build-image.sh" >&2; }
 
 step_binaries() { bash "$ROOT/lab/k8s-binaries.sh" >/dev/null; }
+
+# Sourced (the unit tests call its functions): define them and stop here.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 case "${1:-all}" in
   venv) step_venv ;;

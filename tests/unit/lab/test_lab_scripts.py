@@ -262,3 +262,29 @@ def free_port_is(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("own", "live"),        # the pid is a running process of the named command
+    ("other", "stale"),     # the pid was reused by another command
+    ("gone", "stale"),      # nothing runs under the pid
+    ("", "stale"),          # an empty pid file
+])
+def test_setup_finds_stale_docker_pid_files(tmp_path, content, expected):
+    """A dockerd killed with its session leaves containerd.pid behind; a new dockerd trusts
+    it, waits for a containerd that is some other process and gives up. setup.sh's check
+    must tell a live containerd from a stale pid file."""
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        pid = {"own": sleeper.pid, "other": sleeper.pid, "gone": 2 ** 22 + 1, "": ""}[content]
+        pid_file = tmp_path / "containerd.pid"
+        pid_file.write_text(str(pid))
+        name = "sleep" if content == "own" else "containerd"
+        result = subprocess.run(
+            ["bash", "-c", f'source "$1"; pid_file_is_stale "$2" {name} && echo stale || echo live',
+             "_", str(ROOT / "lab" / "setup.sh"), str(pid_file)],
+            capture_output=True, text=True, check=True)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert result.stdout.strip() == expected, result.stderr
