@@ -37,8 +37,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 from urllib.parse import unquote
 
+import urllib3
+
 from kubesched import klog
-from kubesched.client import ApiClient, ApiError, ClusterCredentials, KubeconfigError, load_kubeconfig
+from kubesched.client import ApiClient, ApiError, ClusterCredentials, KubeconfigError, WatchExpired, load_kubeconfig
 
 ANONYMOUS = "system:anonymous"
 UNAUTHENTICATED_GROUP = "system:unauthenticated"
@@ -436,6 +438,16 @@ class CAReloader:
         # The single-object watch path: authorized by the configmap's name, as the
         # extension-apiserver-authentication-reader role grants it.
         watch_path = AUTH_CONFIGMAP.replace("/api/v1/namespaces/", "/api/v1/watch/namespaces/", 1)
+        try:
+            self._apply_watch(watch_path, resource_version, timeout_seconds)
+        except WatchExpired:
+            # A configmap unchanged for long has a resourceVersion older than the API server's
+            # watch window (410 Gone). A watch without one starts with the current object as
+            # ADDED, so no change is missed.
+            self._apply_watch(watch_path, "", timeout_seconds)
+
+    def _apply_watch(self, watch_path: str, resource_version: str, timeout_seconds: int) -> None:
+        assert self.lookup_client is not None
         for event in self.lookup_client.watch(watch_path, resource_version, timeout_seconds=timeout_seconds):
             if self._stop.is_set():
                 return
@@ -452,7 +464,7 @@ class CAReloader:
             try:
                 self.watch_configmap_once()
                 retry = 1.0
-            except (ApiError, OSError, ValueError) as err:
+            except (ApiError, WatchExpired, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
                 klog.warning("Cannot read or watch kube-system/extension-apiserver-authentication for the client CAs; "
                              "retrying. Grant get, list and watch on it, pass --client-ca-file, or pass "
                              "--authentication-skip-lookup", err=str(err), retryIn=f"{retry:g}s")

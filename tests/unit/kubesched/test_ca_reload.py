@@ -13,6 +13,7 @@ import time
 import pytest
 
 from kubesched.auth import AUTH_CONFIGMAP, CAReloader, DelegatingAuthenticator, DelegatingAuthorizer
+from kubesched.client import WatchExpired
 from kubesched.server import HealthServer
 
 
@@ -186,3 +187,30 @@ def test_a_ca_given_by_flag_is_never_replaced_by_the_published_one(tmp_path):
     assert not reloader.apply_configmap(PublishedConfigMap(published.ca_pem).object)
     assert authenticator.client_ca_pem == flag.ca_pem
     assert not reloader.apply_configmap({"data": {"client-ca-file": "not a certificate"}})
+
+
+class CompactedConfigMap(PublishedConfigMap):
+    """The API server's watch window starts after the configmap's last change: a watch from
+    its resourceVersion is 410 Gone; one without a resourceVersion starts with the object."""
+
+    def watch(self, path, resource_version, timeout_seconds=300):
+        self.watched.append((path, resource_version, timeout_seconds))
+        if resource_version:
+            raise WatchExpired("too old resource version: 10 (3221)")
+        yield from self.events
+
+
+def test_a_configmap_older_than_the_watch_window_is_still_followed(tmp_path, serve):
+    """Found in a bench log: the GET's resourceVersion was older than the watch cache, the
+    watch raised WatchExpired and the reloader's thread died, so no later CA was taken."""
+    old, new = Identity(str(tmp_path), "alice"), Identity(str(tmp_path), "bob")
+    published = CompactedConfigMap(old.ca_pem)
+    authenticator = DelegatingAuthenticator()
+    server = serve(authenticator)
+    reloader = CAReloader(authenticator, lookup_client=published)
+    current = {"metadata": {"resourceVersion": "3300"}, "data": {"client-ca-file": new.ca_pem.decode()}}
+    published.events = [{"type": "ADDED", "object": current}]
+    reloader.watch_configmap_once()
+    assert [rv for _, rv, _ in published.watched] == ["10", ""]
+    assert metrics_status(server, new) == 200
+    assert metrics_status(server, old) != 200
