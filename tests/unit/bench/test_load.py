@@ -152,3 +152,31 @@ def test_the_docs_table_shows_only_quiet_records_and_names_the_rest():
 def test_busy_process_description_is_readable(cpu):
     text = BusyProcess(1, "x" * 200, cpu).describe()
     assert text.startswith(f"pid 1 at {cpu:.0%} of a core: ") and text.endswith("...") and len(text) < 120
+
+
+def _at(record: dict, **fields) -> dict:
+    return {**record, **fields}
+
+
+def test_the_targets_are_judged_from_quiet_records_only():
+    quiet = _record("kubesched", False, 0.0)
+    records = [
+        _at(quiet, workload="SchedulingBasic/5000Nodes", pods=10000, bound=10000, pods_per_s=400.0, cpu_s=20.0, main_cpu_s=10.0),
+        _at(quiet, workload="SchedulingBasic/5000Nodes", scheduler="kube-scheduler", pods_per_s=250.0),
+        _at(quiet, workload="SchedulingBasic/5000Nodes", scheduler="raw-binder", pods_per_s=500.0),
+        _at(quiet, workload="SteadyArrival/500Nodes", pods=3000, bound=2980, p99_ms=60),
+        _at(quiet, workload="SteadyArrival/500Nodes", scheduler="raw-binder", p99_ms=50),
+        _at(quiet, workload="Preemption/500Nodes", pods_per_s=9.0),
+        _at(quiet, workload="Preemption/500Nodes", scheduler="kube-scheduler", pods_per_s=10.0, busy=True),
+    ]
+    table = report.markdown_table({"generated": "now", "host": {"cpus": 2, "memory_gib": 24}, "records": records})
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines() if line.startswith("| ")}
+    assert rows["SteadyArrival/500Nodes: kubesched binds ≥ 99% of arrivals"].endswith("| 99.3% (2,980 of 3,000) | yes |")
+    assert rows["SteadyArrival/500Nodes: kubesched p99 ≤ 1.5× the raw binder's"].endswith("| 1.20× (60 ms against 50 ms) | yes |")
+    assert rows["SchedulingBasic/5000Nodes: kubesched CPU per pod ≤ 1.3 ms"].endswith(
+        "| 2.00 ms (all processes); 1.00 ms in the scheduling process | no |")
+    assert rows["SchedulingBasic/5000Nodes: kubesched ≥ 70% of the raw binder"].endswith("| 80% (400.0 against 500.0 pods/s) | yes |")
+    assert rows["SchedulingBasic/5000Nodes: kubesched ≥ 1.0× kube-scheduler"].endswith("| 1.60× (400.0 against 250.0 pods/s) | yes |")
+    # kube-scheduler's Preemption record is busy: no target is judged on it.
+    assert not any(key.startswith("Preemption/500Nodes:") for key in rows)
+    assert not any("loop-only" in key for key in rows)
