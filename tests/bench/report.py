@@ -177,7 +177,7 @@ def targets_table(records: list[dict]) -> list[str]:
     if not rows:
         return []
     lines = ["", "Targets, judged from the records above:", "", "| target | measured | met |", "|---|---|---|"]
-    for target, _, shown, met in rows:
+    for target, _value, shown, met in rows:
         lines.append(f"| {target} | {shown} | {'yes' if met else 'no'} |")
     return lines
 

@@ -211,6 +211,6 @@ def test_a_configmap_older_than_the_watch_window_is_still_followed(tmp_path, ser
     current = {"metadata": {"resourceVersion": "3300"}, "data": {"client-ca-file": new.ca_pem.decode()}}
     published.events = [{"type": "ADDED", "object": current}]
     reloader.watch_configmap_once()
-    assert [rv for _, rv, _ in published.watched] == ["10", ""]
+    assert [watched[1] for watched in published.watched] == ["10", ""]
     assert metrics_status(server, new) == 200
     assert metrics_status(server, old) != 200
