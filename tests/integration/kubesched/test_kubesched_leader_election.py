@@ -30,7 +30,9 @@ def test_one_leader_schedules_and_sigterm_hands_over_within_a_retry_period(run_k
 
     core_v1.create_namespaced_pod(namespace, pod_manifest("before", schedulerName=name), _preload_content=False)
     wait_for(lambda: node_of(core_v1, namespace, "before"), 15, what="'before' to be bound")
-    assert f'pod="{namespace}/before"' in first.log()
+    # The binding is visible in the API before the scheduler logs its confirmation (the bind
+    # goes through the writer process and its answer comes back).
+    wait_for(lambda: f'pod="{namespace}/before"' in first.log(), 5, what="the leader to log binding 'before'")
     assert f'pod="{namespace}/before"' not in second.log()
 
     leases = client.CoordinationV1Api(api_client)
@@ -49,7 +51,7 @@ def test_one_leader_schedules_and_sigterm_hands_over_within_a_retry_period(run_k
 
     core_v1.create_namespaced_pod(namespace, pod_manifest("after", schedulerName=name), _preload_content=False)
     wait_for(lambda: node_of(core_v1, namespace, "after"), 15, what="'after' to be bound")
-    assert f'pod="{namespace}/after"' in second.log()
+    wait_for(lambda: f'pod="{namespace}/after"' in second.log(), 5, what="the new leader to log binding 'after'")
 
 
 def test_leader_that_cannot_renew_stops_before_its_lease_expires(run_kubesched, api_proxy, namespace):

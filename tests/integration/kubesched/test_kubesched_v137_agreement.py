@@ -165,12 +165,19 @@ def test_a_resized_pod_counts_what_it_was_allocated(run_scheduler, nodes, core_v
         [node] = set_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"rs{kind[-5:]}-{uuid.uuid4().hex[:3]}-"))
         grown, want = f"grown-{kind}", f"want-{kind}"
         core_v1.create_namespaced_pod(namespace, pause(grown, "1", nodeName=node), _preload_content=False)
+        # kwok writes the pod's status once, when it starts it: patching before that raced with
+        # kwok's own containerStatuses, which then replaced the resized ones.
+        wait_for(lambda n=grown: read_pod(core_v1, namespace, n)["status"].get("phase") == "Running", 30,
+                 what=f"kwok to start {grown}")
         # What a kubelet reports after resizing the container to 3 cpu (the spec still says 1).
         core_v1.patch_namespaced_pod_status(grown, namespace, {"status": {"containerStatuses": [{
             "name": "c", "image": "registry.k8s.io/pause:3.10", "imageID": "", "ready": True, "restartCount": 0,
             "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
             "allocatedResources": {"cpu": "3"}, "resources": {"requests": {"cpu": "3"}}}]}},
             _preload_content=False)
+        wait_for(lambda n=grown: [s.get("allocatedResources") for s in read_pod(core_v1, namespace, n)["status"]
+                                  .get("containerStatuses") or ()] == [{"cpu": "3"}], 10,
+                 what=f"{grown}'s resized status to stay")
         scheduler = run_scheduler(kind)
         core_v1.create_namespaced_pod(namespace, pause(want, "2", schedulerName=scheduler), _preload_content=False)
 
