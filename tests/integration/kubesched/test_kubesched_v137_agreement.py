@@ -30,6 +30,13 @@ def pause(name: str, cpu: str, **spec) -> dict:
         {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}], **spec)
 
 
+def unschedulable_message(core_v1, namespace: str, name: str) -> str | None:
+    """The message of the pod's PodScheduled=False condition, None while there is none."""
+    cond = next((c for c in read_pod(core_v1, namespace, name)["status"].get("conditions") or ()
+                 if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+    return cond["message"] if cond else None
+
+
 def test_nomination_is_cleared_when_preemption_finds_no_candidate(run_scheduler, nodes, core_v1, namespace):
     [node] = set_taints(core_v1, nodes(1, cpu="1", zones=0))
     outcomes = {}
@@ -81,8 +88,7 @@ def test_node_delete_unblocks_a_spreading_pod(run_scheduler, nodes, core_v1, nam
                                                            "labelSelector": {"matchLabels": {"app": app}}}]),
                                       _preload_content=False)
         # The tainted node counts as an empty domain (nodeTaintsPolicy Ignore): skew 2 on the other.
-        wait_for(lambda n=name: any(c["type"] == "PodScheduled" and c["status"] == "False" for c in
-                                    read_pod(core_v1, namespace, n)["status"].get("conditions") or ()),
+        wait_for(lambda n=name: unschedulable_message(core_v1, namespace, n) is not None,
                  30, what=f"{kind}: {name} unschedulable")
         core_v1.delete_node(blocked, _preload_content=False)
         # Well before the 5-minute unschedulable flush: only the NodeDelete event can move it.
@@ -111,9 +117,7 @@ def test_a_node_the_pod_cannot_use_does_not_retry_it(run_scheduler, nodes, core_
                                                        nodeSelector={"disk": f"ssd-{tag}"}), _preload_content=False)
 
         def message(n=name):
-            cond = next((c for c in read_pod(core_v1, namespace, n)["status"].get("conditions") or ()
-                         if c["type"] == "PodScheduled" and c["status"] == "False"), None)
-            return cond["message"] if cond else None
+            return unschedulable_message(core_v1, namespace, n)
 
         before = wait_for(message, 30, what=f"{kind}: {name} unschedulable")
         [other] = set_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"hint{kind[-5:]}-{tag}-b-"))
@@ -241,9 +245,7 @@ def test_queueing_hints_skip_an_unrelated_node_and_queue_the_relevant_pod_event(
                                       _preload_content=False)
 
         def message(n=name):
-            cond = next((c for c in read_pod(core_v1, namespace, n)["status"].get("conditions") or ()
-                         if c["type"] == "PodScheduled" and c["status"] == "False"), None)
-            return cond["message"] if cond else None
+            return unschedulable_message(core_v1, namespace, n)
 
         before = wait_for(message, 30, what=f"{kind}: {name} unschedulable")
         [unrelated] = set_taints(core_v1, nodes(1, cpu="4", zones=0, prefix=f"qh-{tag}-b-"))

@@ -161,12 +161,17 @@ class PublishedConfigMap:
         yield from self.events
 
 
-def test_the_published_client_ca_is_followed_through_its_watch(tmp_path, serve):
+def _followed(tmp_path, serve, configmap_class):
+    """Two identities (old, new), the configmap publishing old's CA, a server trusting what the
+    reloader takes from it, and the reloader."""
     old, new = Identity(str(tmp_path), "alice"), Identity(str(tmp_path), "bob")
-    published = PublishedConfigMap(old.ca_pem)
+    published = configmap_class(old.ca_pem)
     authenticator = DelegatingAuthenticator()
-    server = serve(authenticator)
-    reloader = CAReloader(authenticator, lookup_client=published)
+    return old, new, published, serve(authenticator), CAReloader(authenticator, lookup_client=published)
+
+
+def test_the_published_client_ca_is_followed_through_its_watch(tmp_path, serve):
+    old, new, published, server, reloader = _followed(tmp_path, serve, PublishedConfigMap)
     modified = {"metadata": {"resourceVersion": "12"}, "data": {"client-ca-file": new.ca_pem.decode()}}
     published.events = [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "11"}}},
                         {"type": "MODIFIED", "object": modified}]
@@ -203,11 +208,7 @@ class CompactedConfigMap(PublishedConfigMap):
 def test_a_configmap_older_than_the_watch_window_is_still_followed(tmp_path, serve):
     """Found in a bench log: the GET's resourceVersion was older than the watch cache, the
     watch raised WatchExpired and the reloader's thread died, so no later CA was taken."""
-    old, new = Identity(str(tmp_path), "alice"), Identity(str(tmp_path), "bob")
-    published = CompactedConfigMap(old.ca_pem)
-    authenticator = DelegatingAuthenticator()
-    server = serve(authenticator)
-    reloader = CAReloader(authenticator, lookup_client=published)
+    old, new, published, server, reloader = _followed(tmp_path, serve, CompactedConfigMap)
     current = {"metadata": {"resourceVersion": "3300"}, "data": {"client-ca-file": new.ca_pem.decode()}}
     published.events = [{"type": "ADDED", "object": current}]
     reloader.watch_configmap_once()
