@@ -70,9 +70,13 @@ def _load_cell(record: dict) -> str:
     return f"{start.get('load1', '–')} / {during.get('max_load1', '–')}"
 
 
+def _find(records: list[dict], workload: str, scheduler: str, qps_profile: str = "unthrottled") -> dict | None:
+    return next((r for r in records if r["workload"] == workload and r["scheduler"] == scheduler
+                 and r["qps_profile"] == qps_profile), None)
+
+
 def _ratio(records: list[dict], workload: str, qps_profile: str, numerator: str, denominator: str) -> str:
-    found = {r["scheduler"]: r for r in records if r["workload"] == workload and r["qps_profile"] == qps_profile}
-    top, bottom = found.get(numerator), found.get(denominator)
+    top, bottom = _find(records, workload, numerator, qps_profile), _find(records, workload, denominator, qps_profile)
     if not top or not bottom or not top.get("pods_per_s") or not bottom.get("pods_per_s"):
         return "–"
     return f"{top['pods_per_s'] / bottom['pods_per_s']:.2f}"
@@ -119,11 +123,6 @@ RATIO_TARGET_WORKLOADS = (
     "SchedulingPodAntiAffinity/1000Nodes", "Preemption/500Nodes", "SchedulingCSIPVs/1000Nodes",
     "SchedulingWithResourceClaimTemplate/500Nodes", "SchedulingBasic/15000Nodes",
 )
-
-
-def _find(records: list[dict], workload: str, scheduler: str, qps_profile: str = "unthrottled") -> dict | None:
-    return next((r for r in records if r["workload"] == workload and r["scheduler"] == scheduler
-                 and r["qps_profile"] == qps_profile), None)
 
 
 def _target_rows(records: list[dict]) -> list[tuple[str, float | None, str, bool | None]]:
