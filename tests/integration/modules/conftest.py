@@ -30,11 +30,18 @@ def start_module(lab_kubeconfig, tmp_path):
     return start
 
 
+KUBELET_BETA_LABELS = {"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64"}
+
+
 @pytest.fixture
 def bare_nodes(nodes):
-    """Factory like `nodes`: Ready kwok nodes that carry exactly the given taints (default none)."""
-    def make(count, taints=None, **kwargs):
-        return nodes(count, taints=taints, **kwargs)
+    """Factory like `nodes`: Ready kwok nodes that carry exactly the given taints (default none).
+
+    They carry the beta os and arch labels as a kubelet's node does: otherwise
+    kube-controller-manager adds them a moment after creation, and a test that compares a
+    node's labels before and after a module run would see them appear."""
+    def make(count, taints=None, labels=None, **kwargs):
+        return nodes(count, taints=taints, labels={**KUBELET_BETA_LABELS, **(labels or {})}, **kwargs)
     return make
 
 
