@@ -22,9 +22,14 @@ evaluation two ways and reports either with upstream's words:
 - cel-cpp's comprehension budget, 10,000 loop iterations in one evaluation (measured: 99x99
   nested iterations pass, 100x100 do not). It is stricter than upstream for loops with a cheap
   body: 100x100 iterations cost cel-go about 50,000 units, which upstream allows.
-- the measured time of one evaluation, against CEL_SELECTOR_EVALUATION_TIME_LIMIT. cel-cpp
-  cannot be interrupted from Python, so an evaluation runs to its end and is then refused; the
-  allocator remembers the outcome per device of a slice version, so it runs once.
+- the CPU time of one evaluation on its own thread, against CEL_SELECTOR_EVALUATION_TIME_LIMIT.
+  cel-cpp cannot be interrupted from Python, so an evaluation runs to its end and is then
+  refused; the allocator remembers the outcome per device of a slice version, so it runs once.
+  Thread CPU time, not wall time: a pause (another thread holding the GIL, a stopped or
+  throttled process, a profiler) must not make a cheap selector fail, since the remembered
+  failure would keep the device, and every pod that reaches it, from being scheduled. An
+  evaluation over the limit is run once more and refused only when it is over again, so a
+  garbage collection that happened to start inside it is not taken for its cost.
 The API server's cost estimate still refuses, at creation, expressions whose worst case
 exceeds the limit, which keeps the unbounded cases (exponential growth through nested
 cel.bind) out of a cluster that has not been up- or downgraded.
@@ -256,20 +261,28 @@ class CompiledSelector:
         data = device
         if self.attribute_domains or self.capacity_domains:
             data = _with_domains(device, self.attribute_domains, self.capacity_domains)
-        started = time.perf_counter()
+        value, type_name, cpu = self._evaluate(data)
+        if cpu > CEL_SELECTOR_EVALUATION_TIME_LIMIT:
+            value, type_name, cpu = self._evaluate(data)
+            if cpu > CEL_SELECTOR_EVALUATION_TIME_LIMIT:
+                raise CelError(COST_LIMIT_EXCEEDED)
+        if isinstance(value, bool):
+            return value
+        if type_name in ("ERROR", "error"):
+            raise CelError(_clean(str(value)))
+        raise CelError(f"CEL result of type {type_name.lower()} could not be converted to bool")
+
+
+    def _evaluate(self, data: dict) -> tuple[Any, str, float]:
+        """The result's value and type name, and the thread CPU seconds the evaluation took."""
+        started = time.thread_time()
         try:
             result = self.program.eval(data={"device": data})
             value = result.value()
             type_name = result.type().name()
         except Exception as err:  # noqa: BLE001
             raise CelError(_clean(str(err))) from None
-        if time.perf_counter() - started > CEL_SELECTOR_EVALUATION_TIME_LIMIT:
-            raise CelError(COST_LIMIT_EXCEEDED)
-        if isinstance(value, bool):
-            return value
-        if type_name in ("ERROR", "error"):
-            raise CelError(_clean(str(value)))
-        raise CelError(f"CEL result of type {type_name.lower()} could not be converted to bool")
+        return value, type_name, time.thread_time() - started
 
 
 def _with_domains(device: dict, attribute_domains: tuple[str, ...], capacity_domains: tuple[str, ...]) -> dict:

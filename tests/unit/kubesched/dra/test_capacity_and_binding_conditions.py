@@ -3,6 +3,7 @@ runs upstream's allocator over generated scenarios with both features, the lab t
 schedulers)."""
 
 import copy
+import time
 
 import pytest
 from dra_objects import DRIVER, claim, gpu_slice, request
@@ -209,6 +210,33 @@ def test_an_evaluation_longer_than_the_measured_limit_is_refused(monkeypatch):
     monkeypatch.setattr(cel, "CEL_SELECTOR_EVALUATION_TIME_LIMIT", -1.0)
     with pytest.raises(cel.CelError, match="^operation cancelled: actual cost limit exceeded$"):
         SelectorCache().get('device.driver == "x"').matches(cel.device_view("x", {"name": "d"}))
+
+
+def test_a_pause_while_evaluating_is_not_taken_for_the_selectors_cost(monkeypatch):
+    # Another thread holding the GIL, a stopped process or a profiler stretches the wall time of
+    # an evaluation, not its CPU time; a device refused for it would stay refused.
+    monkeypatch.setattr(cel, "CEL_SELECTOR_EVALUATION_TIME_LIMIT", 0.05)
+    compiled = SelectorCache().get('device.driver == "x"')
+    program = compiled.program
+
+    class Paused:
+        def eval(self, data):
+            time.sleep(0.2)
+            return program.eval(data=data)
+
+    compiled.program = Paused()
+    assert compiled.matches(cel.device_view("x", {"name": "d"})) is True
+
+
+def test_one_slow_evaluation_is_measured_again_before_the_device_is_refused(monkeypatch):
+    # A garbage collection that starts inside one evaluation costs that evaluation's thread CPU.
+    ticks = iter([0.0, 0.5, 1.0, 1.0001])
+    monkeypatch.setattr(cel.time, "thread_time", lambda: next(ticks))
+    assert SelectorCache().get('device.driver == "x"').matches(cel.device_view("x", {"name": "d"})) is True
+    ticks = iter([0.0, 0.5, 1.0, 1.5])
+    monkeypatch.setattr(cel.time, "thread_time", lambda: next(ticks))
+    with pytest.raises(cel.CelError, match="^operation cancelled: actual cost limit exceeded$"):
+        SelectorCache().get('device.driver == "y"').matches(cel.device_view("x", {"name": "d"}))
 
 
 # --- which pods a claim event wakes (PreQueueingHint and QueueingHint) ----------------------------
