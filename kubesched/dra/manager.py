@@ -6,6 +6,11 @@ only when a profile enables DynamicResources, and two overlays on the claims:
   the next pod's allocator never hands out the same device;
 - assumed claims: the object PreBind got back from the API, kept until the informer has
   seen that version, so a stale informer never shows a just-allocated claim as free.
+
+The devices that allocated claims hold are counted as claims change (upstream's allocated
+devices tracker), not gathered from every claim in each PreFilter: with thousands of claims
+that gathering cost more than the allocation itself. Claims are written through put_claim,
+drop_claim, assume and restore, which keep the counts.
 """
 
 from __future__ import annotations
@@ -112,6 +117,13 @@ class DRAManager:
         self.taint_rules: dict[str, dict] = {}
         self.assumed: dict[str, dict] = {}
         self.in_flight: dict[str, dict] = {}  # claim uid -> claim with its pending allocation
+        # The devices held by allocated claims (assumed ones in place of the informer's), counted
+        # per device since two claims may name one; the shares of devices that allow multiple
+        # allocations, and the capacity those shares consume together.
+        self._held_by: dict[str, tuple[list[tuple[str, str, str]], dict[tuple, dict[str, Fraction]]]] = {}
+        self._held: dict[tuple[str, str, str], int] = {}
+        self._shares: dict[tuple, int] = {}
+        self._shared: dict[tuple, dict[str, Fraction]] = {}
         self.cel = SelectorCache()
         self.informers: dict[str, Informer] = {}
         self.on_event: Callable[..., None] = lambda *a, **kw: None
@@ -147,13 +159,15 @@ class DRAManager:
         def handle(obj: dict) -> None:
             key = claim_key(obj) if resource == "resourceclaims" else (obj.get("metadata") or {}).get("name", "")
             with self.lock:
-                if action == "Delete":
+                if resource == "resourceclaims":
+                    if action == "Delete":
+                        self._drop_claim(key)
+                    else:
+                        self._put_claim(key, obj)
+                elif action == "Delete":
                     store.pop(key, None)
-                    if resource == "resourceclaims":
-                        self.assumed.pop(key, None)
                 else:
                     store[key] = obj
-                    self._forget_assumed(resource, key, obj)
                 if resource in ("resourceslices", "devicetaintrules"):
                     self._slices_list = None
                 elif resource == "deviceclasses":
@@ -173,8 +187,10 @@ class DRAManager:
         def handle(old: dict, new: dict) -> None:
             key = claim_key(new) if resource == "resourceclaims" else (new.get("metadata") or {}).get("name", "")
             with self.lock:
-                store[key] = new
-                self._forget_assumed(resource, key, new)
+                if resource == "resourceclaims":
+                    self._put_claim(key, new)
+                else:
+                    store[key] = new
                 if resource in ("resourceslices", "devicetaintrules"):
                     self._slices_list = None
                 elif resource == "deviceclasses":
@@ -185,11 +201,64 @@ class DRAManager:
             self.on_event("resourceslices" if resource == "devicetaintrules" else resource, "Update", old, new)
         return handle
 
-    def _forget_assumed(self, resource: str, key: str, obj: dict) -> None:
-        if resource == "resourceclaims":
-            assumed = self.assumed.get(key)
-            if assumed is not None and _rv(obj) >= _rv(assumed):
-                del self.assumed[key]
+    # --- claims and the devices they hold ----------------------------------------------------------
+
+    def put_claim(self, claim: dict) -> None:
+        """A claim as the informer reports it (added or updated)."""
+        with self.lock:
+            self._put_claim(claim_key(claim), claim)
+
+    def drop_claim(self, key: str) -> None:
+        with self.lock:
+            self._drop_claim(key)
+
+    def _put_claim(self, key: str, claim: dict) -> None:
+        self.claims[key] = claim
+        assumed = self.assumed.get(key)
+        if assumed is not None and _rv(claim) >= _rv(assumed):
+            del self.assumed[key]
+        self._recount(key)
+
+    def _drop_claim(self, key: str) -> None:
+        self.claims.pop(key, None)
+        self.assumed.pop(key, None)
+        self._recount(key)
+
+    def _recount(self, key: str) -> None:
+        """Take the claim's old holding out of the counts and its current one in."""
+        old = self._held_by.pop(key, None)
+        if old is not None:
+            for device in old[0]:
+                left = self._held[device] - 1
+                if left:
+                    self._held[device] = left
+                else:
+                    del self._held[device]
+            for device, consumed in old[1].items():
+                total = self._shared[device]
+                for name, value in consumed.items():
+                    total[name] -= value
+                left = self._shares[device] - 1
+                if left:
+                    self._shares[device] = left
+                else:
+                    del self._shares[device], self._shared[device]
+        claim = self.assumed.get(key) or self.claims.get(key)
+        if not _allocated(claim):
+            return
+        devices = allocated_device_ids(claim)
+        shared: dict[tuple, dict[str, Fraction]] = {}
+        add_shared_devices(claim, shared)
+        if not devices and not shared:
+            return
+        self._held_by[key] = (devices, shared)
+        for device in devices:
+            self._held[device] = self._held.get(device, 0) + 1
+        for device, consumed in shared.items():
+            self._shares[device] = self._shares.get(device, 0) + 1
+            total = self._shared.setdefault(device, {})
+            for name, value in consumed.items():
+                total[name] = total.get(name, Fraction(0)) + value
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -239,20 +308,15 @@ class DRAManager:
         """The devices held whole, and the shared ones with the capacity their shares consume
         (GatherAllocatedState), from allocated claims and allocations in flight."""
         with self.lock:
-            claims = dict(self.claims)
-            claims.update(self.assumed)
-            in_flight = list(self.in_flight.values())
-        devices: set[tuple[str, str, str]] = set()
-        shared: dict[tuple, dict[str, Fraction]] = {}
-        allocated_uids = {(c.get("metadata") or {}).get("uid") for c in claims.values()
-                          if (c.get("status") or {}).get("allocation")}
-        for claim in claims.values():
-            devices.update(allocated_device_ids(claim))
-            add_shared_devices(claim, shared)
-        for claim in in_flight:
-            devices.update(allocated_device_ids(claim))
-            if (claim.get("metadata") or {}).get("uid") not in allocated_uids:
-                add_shared_devices(claim, shared)  # once PreBind wrote it, it counts above
+            devices = set(self._held)
+            shared = {device: dict(consumed) for device, consumed in self._shared.items()}
+            for claim in self.in_flight.values():
+                devices.update(allocated_device_ids(claim))
+                key = claim_key(claim)
+                written = self.assumed.get(key) or self.claims.get(key)
+                if not (_allocated(written) and (written.get("metadata") or {}).get("uid")
+                        == (claim.get("metadata") or {}).get("uid")):
+                    add_shared_devices(claim, shared)  # once PreBind wrote it, it counts above
         return devices, shared
 
     # --- the assume cache ----------------------------------------------------------------------
@@ -275,10 +339,13 @@ class DRAManager:
             current = self.claims.get(key)
             if current is None or _rv(claim) > _rv(current):
                 self.assumed[key] = claim
+                self._recount(key)
 
     def restore(self, namespace: str, name: str) -> None:
+        key = f"{namespace}/{name}"
         with self.lock:
-            self.assumed.pop(f"{namespace}/{name}", None)
+            if self.assumed.pop(key, None) is not None:
+                self._recount(key)
 
 
 def _served(client: Any, path: str) -> bool:

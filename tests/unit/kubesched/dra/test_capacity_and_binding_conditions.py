@@ -96,10 +96,67 @@ def test_manager_counts_shares_of_allocated_claims_apart_from_whole_devices():
         {"request": "gpu", "driver": DRIVER, "pool": "n1", "device": "gpu-0", "shareID": "s1",
          "consumedCapacity": {"memory": "8Gi"}},
         {"request": "gpu", "driver": DRIVER, "pool": "n1", "device": "gpu-1"}]}}}
-    manager.claims["default/held"] = held
+    manager.put_claim(held)
     whole, shared = manager.allocated_state()
     assert whole == {(DRIVER, "n1", "gpu-1")}
     assert shared == {(DRIVER, "n1", "gpu-0"): {"memory": parse_quantity("8Gi")}}
+
+
+def allocated_to(name: str, rv: str, *results: dict) -> dict:
+    c = claim(name)
+    c["metadata"]["resourceVersion"] = rv
+    c["status"] = {"allocation": {"devices": {"results": list(results)}}}
+    return c
+
+
+def whole(device: str) -> dict:
+    return {"request": "gpu", "driver": DRIVER, "pool": "n1", "device": device}
+
+
+def share(device: str, memory: str, share_id: str) -> dict:
+    return {**whole(device), "shareID": share_id, "consumedCapacity": {"memory": memory}}
+
+
+def test_manager_counts_held_devices_as_claims_change_not_per_cycle():
+    manager = DRAManager()
+    manager.put_claim(allocated_to("a", "1", whole("gpu-0"), share("gpu-2", "8Gi", "s1")))
+    manager.put_claim(allocated_to("b", "1", whole("gpu-0"), share("gpu-2", "4Gi", "s2")))
+    held, shared = manager.allocated_state()
+    assert held == {(DRIVER, "n1", "gpu-0")}
+    assert shared == {(DRIVER, "n1", "gpu-2"): {"memory": parse_quantity("12Gi")}}
+
+    manager.put_claim(claim("a"))  # deallocated: b still holds gpu-0 and its share of gpu-2
+    held, shared = manager.allocated_state()
+    assert held == {(DRIVER, "n1", "gpu-0")}
+    assert shared == {(DRIVER, "n1", "gpu-2"): {"memory": parse_quantity("4Gi")}}
+
+    # PreBind's write is assumed over the informer's older copy, until a rollback.
+    manager.assume(allocated_to("a", "2", whole("gpu-1")))
+    assert manager.allocated_state()[0] == {(DRIVER, "n1", "gpu-0"), (DRIVER, "n1", "gpu-1")}
+    manager.restore("default", "a")
+    assert manager.allocated_state()[0] == {(DRIVER, "n1", "gpu-0")}
+
+    # The informer catches up with an assumed claim: counted once, from the informer's copy.
+    manager.assume(allocated_to("a", "3", whole("gpu-1")))
+    manager.put_claim(allocated_to("a", "3", whole("gpu-1")))
+    assert manager.assumed == {}
+    manager.drop_claim("default/b")
+    held, shared = manager.allocated_state()
+    assert held == {(DRIVER, "n1", "gpu-1")} and shared == {}
+    manager.drop_claim("default/a")
+    assert manager.allocated_state() == (set(), {})
+
+
+def test_an_allocation_in_flight_counts_its_shares_until_the_written_claim_does():
+    manager = DRAManager()
+    pending = allocated_to("a", "1", share("gpu-2", "8Gi", "s1"))
+    manager.put_claim(claim("a"))
+    manager.signal_pending_allocation("uid-a", pending)
+    assert manager.allocated_state()[1] == {(DRIVER, "n1", "gpu-2"): {"memory": parse_quantity("8Gi")}}
+    manager.assume(allocated_to("a", "2", share("gpu-2", "8Gi", "s1")))
+    assert manager.allocated_state()[1] == {(DRIVER, "n1", "gpu-2"): {"memory": parse_quantity("8Gi")}}
+    manager.remove_pending_allocation("uid-a")
+    assert manager.allocated_state()[1] == {(DRIVER, "n1", "gpu-2"): {"memory": parse_quantity("8Gi")}}
 
 
 # --- binding conditions ---------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def plugin(claims=(), slices=(), classes=None, client=None):
     p = DynamicResources(None, Handle(client or RecordingClient()))
     p.manager = DRAManager()
     for c in claims:
-        p.manager.claims[f"{c['metadata']['namespace']}/{c['metadata']['name']}"] = c
+        p.manager.put_claim(c)
     for s in slices:
         p.manager.slices[s["metadata"]["name"]] = s
     for c in (classes if classes is not None else [device_class()]):
