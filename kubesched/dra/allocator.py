@@ -152,7 +152,8 @@ class Allocator:
 
     def __init__(self, allocated: set, classes: dict[str, dict], slices: list[dict],
                  cel_cache: SelectorCache, claim_key: Callable[[dict], str] = _name, timeout: float = 0.0,
-                 shared: dict[tuple, dict[str, Fraction]] | None = None):
+                 shared: dict[tuple, dict[str, Fraction]] | None = None,
+                 pool_cache: dict[str, tuple[dict, list[Pool]]] | None = None):
         self.timeout = timeout  # seconds per node, 0 for none (DynamicResources' filterTimeout)
         self.allocated = allocated
         # Devices with allowMultipleAllocations held by allocated claims: device -> the capacity
@@ -175,11 +176,24 @@ class Allocator:
         # objects from the informer, so one view serves every node and every cycle of this
         # allocator.
         self._views: dict[tuple[int, int], dict] = {}
+        # node name -> (the node's labels, its pools): pools depend only on the slices, and on
+        # the labels where a slice selects nodes by them. Kept by the caller for as long as
+        # ``slices`` is the same list, so that later cycles skip gathering.
+        self.pool_cache = pool_cache if pool_cache is not None else {}
         self._available_counters: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
 
     # --- pools ------------------------------------------------------------------------------
 
     def gather_pools(self, node: Any) -> list[Pool]:
+        """The node's pools, sorted; the caller must not change them (they are cached)."""
+        cached = self.pool_cache.get(node.name)
+        if cached is not None and (not self.slices_shared or cached[0] is node.labels):
+            return cached[1]
+        pools = self._gather_pools(node)
+        self.pool_cache[node.name] = (node.labels, pools)
+        return pools
+
+    def _gather_pools(self, node: Any) -> list[Pool]:
         by_pool: dict[tuple[str, str], list[dict]] = {}
         for s in self.slices_by_node.get(node.name, []) + self.slices_shared:
             spec = _spec(s)
@@ -276,7 +290,15 @@ class Allocator:
     def allocate(self, node: Any, claims: list[dict]) -> list[dict] | None:
         """One AllocationResult per claim, in order; None when they do not all fit here.
         AllocationError when the allocation cannot be attempted (FailedOnNode: on this node)."""
-        return _Run(self, node, claims).run()
+        search = self.find(node, claims)
+        return None if search is None else search.allocations()
+
+    def find(self, node: Any, claims: list[dict]) -> "_Run | None":
+        """As allocate, but the search that fit the claims instead of its AllocationResults,
+        which its allocations() builds when they are wanted (Filter runs on many nodes, and
+        Reserve takes one)."""
+        search = _Run(self, node, claims)
+        return search if search.run() else None
 
     def device_view(self, slice_: dict, index: int) -> dict:
         key = (id(slice_), index)
@@ -325,8 +347,15 @@ class _Run:
         self.allocating_capacity: dict[tuple, dict[str, Fraction]] = {}
         self.results: list[list[_Result]] = []
         self.deadline = time.monotonic() + alloc.timeout if alloc.timeout > 0 else 0.0
+        self._allocations: list[dict] | None = None
 
-    def run(self) -> list[dict] | None:
+    def allocations(self) -> list[dict]:
+        """One AllocationResult per claim, in order (after run() found them)."""
+        if self._allocations is None:
+            self._allocations = [self._result(ci, claim) for ci, claim in enumerate(self.claims)]
+        return self._allocations
+
+    def run(self) -> bool:
         try:
             self.pools = self.a.gather_pools(self.node)
         except AllocationError as err:
@@ -370,8 +399,10 @@ class _Run:
             for pool in self.pools:
                 if pool.invalid:
                     raise FailedOnNode("invalid resource pools were encountered")
-            return None
-        return [self._result(ci, claim) for ci, claim in enumerate(self.claims)]
+            return False
+        if not all(_spec(chosen.slice).get("nodeName") for results in self.results for chosen in results):
+            self.allocations()  # a slice's node selector may be refused: as upstream, while filtering
+        return True
 
     def _key(self, claim: dict) -> str:
         meta = claim.get("metadata") or {}

@@ -128,6 +128,8 @@ class DRAManager:
         self.informers: dict[str, Informer] = {}
         self.on_event: Callable[..., None] = lambda *a, **kw: None
         self._slices_list: list[dict] | None = None
+        # Each node's pools as the allocator gathered them from _slices_list, dropped with it.
+        self._pools: dict[str, tuple[dict, list]] = {}
         self._extended: dict[str, dict] | None = None
 
     # --- informers ---------------------------------------------------------------------------
@@ -294,11 +296,17 @@ class DRAManager:
     def list_slices(self) -> list[dict]:
         """The ResourceSlices with the taints of the DeviceTaintRules added to their devices
         (upstream's ListWithDeviceTaintRules)."""
+        return self.slices_and_pools()[0]
+
+    def slices_and_pools(self) -> tuple[list[dict], dict[str, tuple[dict, list]]]:
+        """list_slices(), and the per-node pool cache that belongs to that very list: the
+        allocator fills it, and a slice or taint rule change replaces both."""
         with self.lock:
             if self._slices_list is None:
                 rules = list(self.taint_rules.values())
                 self._slices_list = [with_taint_rules(s, rules) if rules else s for s in self.slices.values()]
-            return self._slices_list
+                self._pools = {}
+            return self._slices_list, self._pools
 
     def allocated_devices(self) -> set[tuple[str, str, str]]:
         """Every device held whole by an allocated claim or an allocation in flight."""

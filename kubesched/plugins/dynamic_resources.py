@@ -132,14 +132,16 @@ def claim_binding_timed_out(claim: dict, timeout: float, now: float | None = Non
 
 class _State:
     __slots__ = ("claims", "allocator", "available_on", "node_allocations", "unavailable", "allocations", "lock",
-                 "extended", "extended_scalars", "node_extended", "bound_waiting")
+                 "extended", "extended_scalars", "node_extended", "bound_waiting", "prioritized")
 
     def __init__(self) -> None:
         self.claims: list[dict] = []
         self.allocator: Allocator | None = None
         self.available_on: list[NodeSelector | None] = []
-        # Per node: claim index -> the AllocationResult Filter found there.
-        self.node_allocations: dict[str, dict[int, dict]] = {}
+        # Per node: the claims' indices and the allocator's search that found devices for them
+        # there. The AllocationResults are built from it for the nodes Score or Reserve asks
+        # about, not for every feasible node.
+        self.node_allocations: dict[str, tuple[list[int], Any]] = {}
         self.unavailable: set[int] = set()
         self.allocations: dict[int, dict] = {}
         self.lock = threading.Lock()
@@ -151,9 +153,19 @@ class _State:
         # Allocated claims whose devices have binding conditions: Filter checks they have not
         # failed or timed out.
         self.bound_waiting: list[int] = []
+        # Whether a claim has a firstAvailable request, the only thing Score tells nodes apart by.
+        self.prioritized = False
 
     def clone(self) -> "_State":
         return self  # shared across the cycle, as upstream's stateData
+
+    def allocations_on(self, node_name: str) -> dict[int, dict] | None:
+        """Claim index -> the AllocationResult Filter found on the node, or None."""
+        found = self.node_allocations.get(node_name)
+        if found is None:
+            return None
+        indices, search = found
+        return dict(zip(indices, search.allocations()))
 
 
 def _meta(obj: dict) -> dict:
@@ -326,9 +338,12 @@ class DynamicResources:
                     return None, status
         if to_allocate:
             allocated, shared = self.manager.allocated_state()
-            s.allocator = Allocator(allocated, dict(self.manager.classes), self.manager.list_slices(),
-                                    self.manager.cel, claim_key, self.filter_timeout, shared=shared)
+            slices, pool_cache = self.manager.slices_and_pools()
+            s.allocator = Allocator(allocated, dict(self.manager.classes), slices, self.manager.cel, claim_key,
+                                    self.filter_timeout, shared=shared, pool_cache=pool_cache)
         s.claims = claims
+        s.prioritized = any(request.get("firstAvailable") for claim in claims
+                            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ())
         return None, None
 
     def _validate_class(self, class_name: str, request_name: str) -> Status | None:
@@ -378,7 +393,7 @@ class DynamicResources:
         for index in s.bound_waiting:
             if index not in unavailable and self._binding_blocked(s.claims[index]):
                 unavailable.append(index)
-        allocations: dict[int, dict] | None = None
+        allocations: tuple[list[int], Any] | None = None
         if s.allocator is not None:
             indices, to_allocate = [], []
             for i, c in enumerate(s.claims):
@@ -391,14 +406,14 @@ class DynamicResources:
                 indices.append(i)
                 to_allocate.append(c)
             try:
-                results = s.allocator.allocate(node_info, to_allocate)
+                search = s.allocator.find(node_info, to_allocate)
             except FailedOnNode as err:
                 return self._unschedulable(str(err))
             except AllocationError as err:
                 return Status(Code.ERROR, str(err), plugin=self.name, error=err)
-            if results is None or len(results) != len(to_allocate):
+            if search is None:
                 return self._unschedulable("cannot allocate all claims")
-            allocations = dict(zip(indices, results))
+            allocations = (indices, search)
         if unavailable:
             with s.lock:
                 s.unavailable.update(unavailable)
@@ -481,7 +496,9 @@ class DynamicResources:
         s: _State | None = state.get(STATE_KEY)
         if s is None or not s.claims:
             return 0
-        allocations = s.node_allocations.get(node_info.name)
+        if not s.prioritized:
+            return 0  # no firstAvailable request: every node scores the same
+        allocations = s.allocations_on(node_info.name)
         if allocations is None:
             return 0
         score = 0
@@ -506,7 +523,7 @@ class DynamicResources:
         s: _State | None = state.get(STATE_KEY)
         if s is None or not s.claims or s.allocator is None:
             return None
-        allocations = s.node_allocations.get(node_name)
+        allocations = s.allocations_on(node_name)
         user_to_allocate = [i for i, c in enumerate(s.claims)
                             if (c.get("status") or {}).get("allocation") is None and c is not s.extended]
         if not allocations:

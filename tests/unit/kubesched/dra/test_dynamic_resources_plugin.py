@@ -278,7 +278,7 @@ def test_device_taint_rule_taints_the_devices_it_selects():
     the_pod = pod()
     state, _unused = cycle(p, the_pod, [node("n1")])
     assert p.filter(state, the_pod, node("n1")) is None
-    assert [r["device"] for r in state.get("DynamicResources").node_allocations["n1"][0]["devices"]["results"]] == [
+    assert [r["device"] for r in state.get("DynamicResources").allocations_on("n1")[0]["devices"]["results"]] == [
         "gpu-1"]
     # The informer's object is left as the API server sent it.
     assert "taints" not in p.manager.slices[f"n1-{DRIVER}"]["spec"]["devices"][0]
