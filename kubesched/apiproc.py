@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from kubesched import jsoncodec, klog
+from kubesched import gctuning, jsoncodec, klog
 from kubesched.client import ApiClient, ClusterCredentials
 
 if TYPE_CHECKING:
@@ -263,6 +263,7 @@ class RemoteApiClient(ApiClient):
 
 def child_main() -> None:
     """Entry point of a child: its socket's fd is the last argument, its settings the first message."""
+    gctuning.tune()
     conn = Connection(int(sys.argv[-1]))
     try:
         name, verbosity, *init = conn.recv()

@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Sequence
 
-from kubesched import __version__, flags, klog
+from kubesched import __version__, flags, gctuning, klog
 from kubesched.client import ApiClient, ApiError, ClusterCredentials, KubeconfigError, load_kubeconfig
 from kubesched.config import ConfigError, load_config, parse_config
 from kubesched.config.types import API_VERSION, KIND, KubeSchedulerConfiguration
@@ -211,6 +211,7 @@ def parse_flags(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def cmd_run(argv: list[str]) -> int:
+    gctuning.tune()
     try:
         args, warnings = parse_flags(argv)
     except flags.FlagError as err:
@@ -407,6 +408,7 @@ def _serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace, api
             pass
         if not stop.is_set():
             klog.info("Caches are synced")
+            gctuning.freeze_synced()
         return not stop.is_set()
 
     if not delay_cache and not sync_caches():

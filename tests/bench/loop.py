@@ -23,6 +23,7 @@ import threading
 import time
 from datetime import datetime, timezone
 
+from kubesched import gctuning
 from kubesched.config import parse_config
 from kubesched.scheduler import Scheduler
 from lab.fake_nodes import node_manifest
@@ -107,6 +108,7 @@ def run_loop(workload: Workload, scheduler_name: str, namespace: str,
     config = scheduler_config("unused", scheduler_name, 5000, 5000)
     config.pop("clientConnection")
     client = NullClient()
+    gctuning.tune()  # as the kubesched process does
     scheduler = Scheduler(parse_config(config), client, rng=random.Random(1), feature_gates=feature_gates)
     for node in replayed_nodes(workload):
         scheduler.on_node_add(node)
@@ -118,6 +120,7 @@ def run_loop(workload: Workload, scheduler_name: str, namespace: str,
         pending[raw["metadata"]["name"]] = raw
         scheduler.on_pod_add(raw)
 
+    gctuning.freeze_synced()  # the replayed lists are the synced caches
     stop = threading.Event()
     loop = threading.Thread(target=scheduler.run, args=(stop,), name="scheduling-loop", daemon=True)
     cpu_start, started = time.process_time(), time.perf_counter()

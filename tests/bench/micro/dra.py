@@ -27,6 +27,7 @@ sys.path.insert(0, "tests/bench/micro")
 
 from schedule_one import node_manifest  # noqa: E402
 
+from kubesched import gctuning  # noqa: E402
 from kubesched.config import parse_config  # noqa: E402
 from kubesched.dra.manager import manager_for  # noqa: E402
 from kubesched.framework.types import PodInfo  # noqa: E402
@@ -72,7 +73,11 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--default-gc", action="store_true",
+                        help="leave Python's garbage collector as it comes (kubesched tunes it: kubesched/gctuning.py)")
     opts = parser.parse_args()
+    if not opts.default_gc:
+        gctuning.tune()
 
     cfg = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                         "profiles": [{}]})
@@ -87,6 +92,8 @@ def main() -> None:
         body["metadata"]["resourceVersion"] = "1"
         manager.slices[body["metadata"]["name"]] = body
     manager.list_slices()
+    if not opts.default_gc:
+        gctuning.freeze_synced()
 
     def run(first: int, count: int) -> tuple[float, float]:
         cpu0, wall0 = time.process_time(), time.perf_counter()
