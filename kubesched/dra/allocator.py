@@ -298,7 +298,10 @@ class Allocator:
         which its allocations() builds when they are wanted (Filter runs on many nodes, and
         Reserve takes one)."""
         search = _Run(self, node, claims)
-        return search if search.run() else None
+        if not search.run():
+            return None
+        search.done()
+        return search
 
     def device_view(self, slice_: dict, index: int) -> dict:
         key = (id(slice_), index)
@@ -348,6 +351,11 @@ class _Run:
         self.results: list[list[_Result]] = []
         self.deadline = time.monotonic() + alloc.timeout if alloc.timeout > 0 else 0.0
         self._allocations: list[dict] | None = None
+
+    def done(self) -> None:
+        """Drop what only the search needed; what allocations() reads stays."""
+        self.pools, self.constraints, self.match_cache = [], [], {}
+        self.allocating, self.consumed, self.allocating_capacity = {}, {}, {}
 
     def allocations(self) -> list[dict]:
         """One AllocationResult per claim, in order (after run() found them)."""

@@ -524,6 +524,9 @@ class DynamicResources:
         if s is None or not s.claims or s.allocator is None:
             return None
         allocations = s.allocations_on(node_name)
+        # The other nodes' searches are done with; the binding cycle keeps this state until
+        # PreBind's writes are through, and a backlog of bindings would keep them all.
+        s.node_allocations.clear()
         user_to_allocate = [i for i, c in enumerate(s.claims)
                             if (c.get("status") or {}).get("allocation") is None and c is not s.extended]
         if not allocations:
