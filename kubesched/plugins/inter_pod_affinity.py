@@ -34,6 +34,9 @@ ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affini
 PRE_FILTER_STATE_KEY = "PreFilterInterPodAffinity"
 PRE_SCORE_STATE_KEY = "PreScoreInterPodAffinity"
 _CACHE_KEY = "InterPodAffinityTerms"
+# Pod shapes (namespace, labels, namespace labels) whose per-node existing anti-affinity
+# domains are remembered between cycles (InterPodAffinity._existing_memo).
+EXISTING_MEMO_SHAPES = 8
 
 
 class AffinityTerm:
@@ -178,6 +181,11 @@ class InterPodAffinity:
             raise PluginArgsError("ignorePreferredTermsOfExistingPods", f"must be true or false, got {ignore!r}")
         self.ignore_preferred_terms_of_existing_pods = ignore
         self.objects = ClusterObjects(handle)
+        # shape -> node name -> (the snapshot's NodeInfo, the domains its pods' required
+        # anti-affinity terms count against a pod of that shape). The snapshot replaces a
+        # node's NodeInfo whenever its pods or labels change, so an entry holds while the
+        # object is the same one; the unchanged nodes then cost a lookup, not a match per pod.
+        self._existing_memo: dict[tuple, dict[str, tuple[NodeInfo, tuple]]] = {}
         self._affinity_rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_AFFINITY_RULES_NOT_MATCH,
                                          plugin=self.name)
         self._anti_affinity_rejected = Status(Code.UNSCHEDULABLE, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -270,11 +278,9 @@ class InterPodAffinity:
         anti_terms = [self._merge_namespaces(t) for t in terms.required_anti_affinity]
         s = PreFilterState(pod, self.objects.namespace_labels(pod.namespace), affinity_terms, anti_terms)
         snapshot = self.handle.snapshot()
-        for node in snapshot.have_pods_with_required_anti_affinity_node_info_list:
-            for existing in node.pods_with_required_anti_affinity.values():
-                for t in PodTerms.of(existing).required_anti_affinity:
-                    if t.matches(pod, s.namespace_labels):
-                        _add(s.existing_anti_affinity_counts, node, t.topology_key, 1)
+        with_anti = snapshot.have_pods_with_required_anti_affinity_node_info_list
+        if with_anti:
+            self._count_existing_anti_affinity(s, pod, with_anti)
         if affinity_terms or anti_terms:
             for node in nodes:
                 for existing in node.pods.values():
@@ -288,6 +294,28 @@ class InterPodAffinity:
             return None, Status(Code.SKIP)
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
+
+    def _count_existing_anti_affinity(self, s: PreFilterState, pod: PodInfo, nodes: list[NodeInfo]) -> None:
+        """The domains where placed pods' required anti-affinity terms match the pod."""
+        ns_labels = s.namespace_labels
+        shape = (pod.namespace, frozenset(pod.labels.items()), frozenset(ns_labels.items()) if ns_labels else None)
+        memo = self._existing_memo.get(shape)
+        if memo is None:
+            if len(self._existing_memo) >= EXISTING_MEMO_SHAPES:
+                self._existing_memo.pop(next(iter(self._existing_memo)))
+            memo = self._existing_memo[shape] = {}
+        counts = s.existing_anti_affinity_counts
+        for node in nodes:
+            entry = memo.get(node.name)
+            if entry is None or entry[0] is not node:
+                domains: dict[tuple[str, str], int] = {}
+                for existing in node.pods_with_required_anti_affinity.values():
+                    for t in PodTerms.of(existing).required_anti_affinity:
+                        if t.matches(pod, ns_labels):
+                            _add(domains, node, t.topology_key, 1)
+                entry = memo[node.name] = (node, tuple(domains.items()))
+            for pair, count in entry[1]:
+                counts[pair] = counts.get(pair, 0) + count
 
     def pre_filter_extensions(self) -> "InterPodAffinity":
         return self
@@ -340,6 +368,35 @@ class InterPodAffinity:
                 if existing.get(pair, 0) > 0:
                     return self._existing_rejected
         return None
+
+    def filter_nodes(self, state, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
+        """filter() over many nodes (hot path): the same status per node, in one call.
+
+        When every count is positive (_add drops a zero; only removing a pod that was never
+        added could leave one below), a domain's presence is the test, and each node's few
+        labels are looked up as a set against the counted domains."""
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if s is None or s.affinity_terms:
+            return [self.filter(state, pod, node) for node in nodes]
+        anti_counts, existing = s.anti_affinity_counts, s.existing_anti_affinity_counts
+        if min(anti_counts.values(), default=1) <= 0 or min(existing.values(), default=1) <= 0:
+            return [self.filter(state, pod, node) for node in nodes]
+        anti_keys = [t.topology_key for t in s.anti_affinity_terms] if anti_counts else []
+        anti_rejected, existing_rejected = self._anti_affinity_rejected, self._existing_rejected
+        results: list[Status | None] = []
+        append = results.append
+        for node in nodes:
+            labels = node.labels
+            status = None
+            for key in anti_keys:
+                value = labels.get(key)
+                if value is not None and (key, value) in anti_counts:
+                    status = anti_rejected
+                    break
+            if status is None and existing and not existing.keys().isdisjoint(labels.items()):
+                status = existing_rejected
+            append(status)
+        return results
 
     # --- score -----------------------------------------------------------------------
 

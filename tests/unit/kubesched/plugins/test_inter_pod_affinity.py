@@ -370,3 +370,26 @@ def test_queueing_hint_requeues_when_the_pods_selector_does_not_parse():
     plugin = InterPodAffinity({}, FakeHandle([]))
     assert plugin.is_schedulable_after_node_change(bad, None, _hint_node()) is True
     assert plugin.is_schedulable_after_assigned_pod_change(bad, None, make_pod("o", node_name="n").raw) is True
+
+
+def test_existing_anti_affinity_is_remembered_per_node_object_and_recounted_when_the_snapshot_replaces_it():
+    avoid_s1 = affinity(anti_required=[term(sel(("security", "In", "S1")), HOST)])
+    n1 = place(make_node("n1", labels={HOST: "n1"}), make_pod("a", labels=S2, affinity=avoid_s1))
+    n2 = make_node("n2", labels={HOST: "n2"})
+    handle = FakeHandle([n1, n2])
+    plugin = InterPodAffinity(None, handle)
+
+    def verdicts(pod):
+        state = CycleState()
+        _unused, status = plugin.pre_filter(state, pod, handle.snapshot().node_info_list)
+        if status is not None and status.is_skip():
+            return "skip"  # nothing counted against the pod
+        return [code_and_reasons(s) for s in plugin.filter_nodes(state, pod, handle.snapshot().node_info_list)]
+
+    assert verdicts(make_pod("p", labels=S1)) == [EXISTING_REJECTED, None]
+    assert verdicts(make_pod("q", labels=S1)) == [EXISTING_REJECTED, None]  # remembered
+    # n2 gains a pod that avoids S1: the snapshot's new NodeInfo for n2 is counted afresh.
+    handle.snapshot().set_nodes([n1, place(make_node("n2", labels={HOST: "n2"}),
+                                           make_pod("b", labels=S2, affinity=avoid_s1))])
+    assert verdicts(make_pod("r", labels=S1)) == [EXISTING_REJECTED, EXISTING_REJECTED]
+    assert verdicts(make_pod("s", labels=S2)) == "skip"  # another shape

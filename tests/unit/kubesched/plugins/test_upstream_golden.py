@@ -87,6 +87,10 @@ def filter_results(plugin, pod, nodes):
     for node in nodes:
         s = plugin.filter(state, pod, node)
         out.append(None if s is None else {"code": s.code, "reasons": s.reasons})
+    if hasattr(plugin, "filter_nodes"):  # the runtime's vectorised path must say the same
+        batch = [None if s is None else {"code": s.code, "reasons": s.reasons}
+                 for s in plugin.filter_nodes(state, pod, nodes)]
+        assert batch == out
     return out
 
 
