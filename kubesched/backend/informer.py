@@ -17,7 +17,7 @@ from typing import Any, Callable
 import urllib3
 
 from kubesched import klog
-from kubesched.backend.trim import Transform, trim_metadata
+from kubesched.backend.trim import Transform, intern_strings, trim_metadata
 from kubesched.client import ApiClient, ApiError, WatchExpired
 
 INITIAL_RETRY = 0.8
@@ -118,7 +118,7 @@ class Informer:
 
     def _store(self, key: str, obj: dict, old: dict | None) -> None:
         """Keep obj and report it as an add, or an update of old (unless unchanged)."""
-        self.store[key] = obj
+        self.store[key] = intern_strings(obj)
         if old is not None and _uid(old) != _uid(obj):
             # Deleted and re-created under the same name while we were not watching.
             self.on_delete(old)

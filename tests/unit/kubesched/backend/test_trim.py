@@ -137,3 +137,34 @@ def test_informer_stores_and_reports_transformed_objects():
 def test_generic_informers_drop_only_managed_fields():
     pdb = {"metadata": {"name": "p", "managedFields": MANAGED_FIELDS}, "status": {"disruptionsAllowed": 1}}
     assert trim_metadata(pdb) == {"metadata": {"name": "p"}, "status": {"disruptionsAllowed": 1}}
+
+
+def test_informers_keep_one_copy_of_a_string_that_pods_repeat():
+    from kubesched import jsoncodec
+    from kubesched.backend.trim import intern_strings
+
+    body = jsoncodec.dumps({"metadata": {"name": "p", "namespace": "bench-" + "x" * 40},
+                            "spec": {"containers": [{"image": "registry.k8s.io/pause:3.10", "ports": [{"containerPort": 80}]}],
+                                     "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}]}})
+    first, second = jsoncodec.loads(body), jsoncodec.loads(body)
+    assert first["spec"]["containers"][0]["image"] is not second["spec"]["containers"][0]["image"]
+    expected = jsoncodec.loads(body)
+    assert intern_strings(first) is first and intern_strings(second) == expected == first
+    assert first["metadata"]["namespace"] is second["metadata"]["namespace"]
+    assert first["spec"]["containers"][0]["image"] is second["spec"]["containers"][0]["image"]
+    assert first["spec"]["tolerations"][0]["key"] is second["spec"]["tolerations"][0]["key"]
+    assert first["spec"]["containers"][0]["ports"][0]["containerPort"] == 80
+
+
+def test_the_informer_store_holds_interned_objects():
+    from kubesched import jsoncodec
+
+    informer = Informer(None, "/api/v1/pods", name="pods", on_add=lambda obj: None,
+                        on_update=lambda old, new: None, on_delete=lambda obj: None)
+    body = jsoncodec.dumps({"metadata": {"name": "p", "namespace": "n", "uid": "u", "resourceVersion": "1"},
+                            "spec": {"schedulerName": "scheduler-" + "y" * 40}})
+    informer.apply_event("ADDED", jsoncodec.loads(body), "1")
+    again = jsoncodec.loads(body)
+    again["metadata"]["name"] = "q"
+    informer.apply_event("ADDED", again, "2")
+    assert informer.get("n/p")["spec"]["schedulerName"] is informer.get("n/q")["spec"]["schedulerName"]
