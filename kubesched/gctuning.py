@@ -3,13 +3,14 @@
 CPython collects its youngest generation after every 700 net allocations of container objects,
 and examines the whole heap when enough objects have survived into the oldest generation. A
 scheduling cycle allocates tens of thousands of short-lived objects (a DRA allocation search
-over 230 nodes allocates about 5,000 per node), while the cache holds hundreds of thousands
-of long-lived ones (node and pod objects): with the default settings, the collector ran 120
-full collections over 2,100 DRA pods and took about 40% of the scheduling loop's CPU
-(tests/bench/micro/dra.py, with and without gc.disable()). kubesched therefore:
+runs on hundreds of nodes), while the cache holds hundreds of thousands of long-lived ones
+(node and pod objects): with the default settings, the collector ran a full collection every
+few dozen DRA pods and took a large share of the scheduling loop's CPU
+(tests/bench/micro/dra.py prints the cost per pod; --default-gc leaves the collector as it
+comes). kubesched therefore:
 
 - collects the youngest generation after GEN0_THRESHOLD allocations instead of 700, which
-  makes the older generations' turns come 29 times less often as well;
+  makes the older generations' turns come as much less often;
 - freezes what the informers' initial lists brought (gc.freeze, once the caches synced): those
   objects are moved out of the collector's sight, so a full collection examines only what came
   later. They are still freed by reference counting when they go; only a reference cycle among
