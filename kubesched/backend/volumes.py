@@ -58,6 +58,8 @@ class VolumeObjects:
         # PersistentVolumes by storage class (upstream's storageclass index), kept on events.
         self._pvs_by_class: dict[str, dict[str, dict]] = {}
         self.handlers: list[EventHandler] = []
+        # Counts the changes of every store, so that a reader can tell that nothing changed.
+        self.generation = 0
 
     # -- feeding the caches ---------------------------------------------------------------
 
@@ -87,6 +89,7 @@ class VolumeObjects:
             return
         key = object_key(obj)
         with self._lock:
+            self.generation += 1
             store = self.stores[resource]
             if new is None:
                 store.pop(key, None)

@@ -39,6 +39,10 @@ ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 _COUNTED_SOURCES = IN_TREE_SOURCE_KEYS | {"persistentVolumeClaim", "ephemeral"}
 
 
+_ATTACHMENTS_KEY = "PreFilterNodeVolumeLimitsAttachments"
+_POD_VOLUMES_KEY = "PreFilterNodeVolumeLimitsPodVolumes"
+
+
 class _LookupError(Exception):
     def __init__(self, message: str, not_found: bool):
         super().__init__(message)
@@ -56,6 +60,11 @@ class NodeVolumeLimits:
         # Unbound claims get a handle no real volume has (upstream: a random 32-char prefix).
         self._volume_id_prefix = secrets.token_hex(16)
         self._exceeded = Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
+        # node name -> (the snapshot's NodeInfo, whether it has a CSINode, the storage objects'
+        # generation, the volumes its pods attach): the snapshot replaces a NodeInfo when its
+        # pods change, so an entry holds while the object, the CSINode's presence and every
+        # storage object are as they were.
+        self._attached_memo: dict[str, tuple[NodeInfo, bool, int, dict[str, str]]] = {}
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [
@@ -70,37 +79,60 @@ class NodeVolumeLimits:
         for volume in (pod.raw.get("spec") or {}).get("volumes") or ():  # hot path: most pods mount a token
             for key in volume:
                 if key in _COUNTED_SOURCES:
+                    state.write(_ATTACHMENTS_KEY, self._attachments_by_node())
+                    state.write(_POD_VOLUMES_KEY, {})
                     return None, None
         return None, SKIP  # nothing this plugin counts
 
     def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
         csi_node = self.volumes.csi_node(node_info.name)
-        new_volumes: dict[str, str] = {}
-        try:
-            self._attachable_volumes(pod, csi_node, new_volumes, new_pod=True)
-        except _LookupError as err:
-            if err.not_found:
-                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
-            return Status(Code.ERROR, str(err))
-        if not new_volumes:
+        # The pod's volumes depend on the node only through whether it has a CSINode
+        # (migration_counted), so each cycle works them out at most twice, not per node.
+        memo = state.get(_POD_VOLUMES_KEY)
+        found = None if memo is None else memo.get(csi_node is not None)
+        if found is None:
+            volumes: dict[str, str] = {}
+            try:
+                self._attachable_volumes(pod, csi_node, volumes, new_pod=True)
+                found = (volumes, None)
+            except _LookupError as err:
+                found = (volumes, err)
+            if memo is not None:
+                memo[csi_node is not None] = found
+        if found[1] is not None:
+            if found[1].not_found:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(found[1]))
+            return Status(Code.ERROR, str(found[1]))
+        if not found[0]:
             return None
+        new_volumes = dict(found[0])
         for driver in set(new_volumes.values()):
             if not self._driver_on_node(driver, csi_node):
                 return Status(Code.UNSCHEDULABLE, f"{driver} CSI driver is not installed on the node")
         limits = _volume_limits(csi_node)
         if not limits:
             return None
-        attached: dict[str, str] = {}
-        for existing in node_info.pods.values():
-            try:
-                self._attachable_volumes(existing, csi_node, attached, new_pod=False)
-            except _LookupError as err:
-                return Status(Code.ERROR, str(err))
+        generation = self.volumes.generation
+        entry = self._attached_memo.get(node_info.name)
+        if entry is not None and entry[0] is node_info and entry[1] == (csi_node is not None) \
+                and entry[2] == generation:
+            attached = entry[3]
+        else:
+            attached = {}
+            for existing in node_info.pods.values():
+                try:
+                    self._attachable_volumes(existing, csi_node, attached, new_pod=False)
+                except _LookupError as err:
+                    return Status(Code.ERROR, str(err))
+            self._attached_memo[node_info.name] = (node_info, csi_node is not None, generation, attached)
         attached_count: dict[str, int] = {}
         for unique_name, driver in attached.items():
             new_volumes.pop(unique_name, None)
             attached_count[driver] = attached_count.get(driver, 0) + 1
-        for unique_name, driver in self._node_attachments(node_info.name).items():
+        by_node = state.get(_ATTACHMENTS_KEY)
+        if by_node is None:
+            by_node = self._attachments_by_node()
+        for unique_name, driver in by_node.get(node_info.name, {}).items():
             if unique_name not in attached:
                 attached_count[driver] = attached_count.get(driver, 0) + 1
         new_count: dict[str, int] = {}
@@ -185,19 +217,22 @@ class NodeVolumeLimits:
             return False
         return any(d.get("name") == driver for d in (csi_node.get("spec") or {}).get("drivers") or ())
 
-    def _node_attachments(self, node_name: str) -> dict[str, str]:
-        result: dict[str, str] = {}
+    def _attachments_by_node(self) -> dict[str, dict[str, str]]:
+        """Per node, the CSI volumes VolumeAttachments attach there ("<attacher>/<handle>" ->
+        attacher). Gathered once per cycle: upstream lists every attachment for each node it
+        filters, which here cost the attachments times the nodes."""
+        by_node: dict[str, dict[str, str]] = {}
         for attachment in self.volumes.volume_attachments():
             spec = attachment.get("spec") or {}
             attacher = spec.get("attacher")
             pv_name = (spec.get("source") or {}).get("persistentVolumeName")
-            if spec.get("nodeName") != node_name or not attacher or not pv_name:
+            if not spec.get("nodeName") or not attacher or not pv_name:
                 continue
             pv = self.volumes.get("persistentvolumes", pv_name)
             csi = ((pv or {}).get("spec") or {}).get("csi")
             if csi is not None:
-                result[f"{attacher}/{csi.get('volumeHandle', '')}"] = attacher
-        return result
+                by_node.setdefault(spec["nodeName"], {})[f"{attacher}/{csi.get('volumeHandle', '')}"] = attacher
+        return by_node
 
 
 def _volume_limits(csi_node: dict | None) -> dict[str, int]:

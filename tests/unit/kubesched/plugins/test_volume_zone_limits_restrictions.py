@@ -107,17 +107,36 @@ def test_node_volume_limits_counts_new_and_attached_volumes():
     assert by_node["full"] is None
 
 
+def test_node_volume_limits_counts_a_nodes_volumes_again_when_its_pods_or_the_storage_objects_change():
+    existing = make_pod("existing", volumes=[claim_volume("used")])
+    full = place(make_node("full"), existing)
+    handle = handle_with(csi_node("full", 1), bound_claim("used", "pv-used"), csi_pv("pv-used", "h-used"),
+                         bound_claim("new", "pv-new"), csi_pv("pv-new", "h-new"))
+    plugin = NodeVolumeLimits(None, handle)  # one instance, as in a running scheduler
+    pod = make_pod(volumes=[claim_volume("new")])
+    exceeded = (Code.UNSCHEDULABLE, (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,))
+    assert run(plugin, pod, [full])[1] == {"full": exceeded}
+    assert run(plugin, pod, [full])[1] == {"full": exceeded}
+    # The placed pod's volume is no longer a CSI one: nothing attached counts.
+    handle.add("persistentvolumes", make_pv("pv-used", storage_class="csi", phase="Bound"))
+    assert run(plugin, pod, [full])[1] == {"full": None}
+    # A new NodeInfo (the snapshot's, after a pod change) is counted afresh.
+    handle.add(*csi_pv("pv-used", "h-used"))
+    assert run(plugin, pod, [full])[1] == {"full": exceeded}
+    assert run(plugin, pod, [make_node("full")])[1] == {"full": None}
+
+
 def test_node_volume_limits_counts_unbound_claims_by_provisioner_and_volume_attachments():
-    nodes = [make_node("n")]
-    handle = handle_with(csi_node("n", 2), csi_pv("pv-att", "h-att"),
+    nodes = [make_node("n"), make_node("m")]
+    handle = handle_with(csi_node("n", 2), csi_node("m", 2), csi_pv("pv-att", "h-att"),
                          ("persistentvolumeclaims", make_pvc("a", storage_class="csi")),
                          ("persistentvolumeclaims", make_pvc("b", storage_class="csi")))
     pod = make_pod(volumes=[claim_volume("a", "x"), claim_volume("b", "y")])
-    assert run(NodeVolumeLimits(None, handle), pod, nodes)[1] == {"n": None}
+    assert run(NodeVolumeLimits(None, handle), pod, nodes)[1] == {"n": None, "m": None}
     handle.add("volumeattachments", {"metadata": {"name": "va"}, "spec": {
         "attacher": "csi.example.com", "nodeName": "n", "source": {"persistentVolumeName": "pv-att"}}})
     assert run(NodeVolumeLimits(None, handle), pod, nodes)[1] == {
-        "n": (Code.UNSCHEDULABLE, (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,))}
+        "n": (Code.UNSCHEDULABLE, (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,)), "m": None}
 
 
 def test_node_volume_limits_missing_claim_and_missing_driver():
