@@ -117,18 +117,16 @@ def intern_strings(obj: Union[dict, list]) -> Union[dict, list]:
     weigh. Interned strings are freed when the last user goes, so unique
     ones (names, UIDs) cost nothing extra. Keys are left alone (the JSON decoder caches
     them already)."""
-    if type(obj) is dict:
+    if isinstance(obj, dict):
         for key, value in obj.items():
-            kind = type(value)
-            if kind is str:
+            if isinstance(value, str):
                 obj[key] = _intern(value)
-            elif kind is dict or kind is list:
+            elif isinstance(value, (dict, list)):
                 intern_strings(value)
     else:
         for index, value in enumerate(obj):
-            kind = type(value)
-            if kind is str:
+            if isinstance(value, str):
                 obj[index] = _intern(value)
-            elif kind is dict or kind is list:
+            elif isinstance(value, (dict, list)):
                 intern_strings(value)
     return obj

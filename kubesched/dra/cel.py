@@ -272,7 +272,6 @@ class CompiledSelector:
             raise CelError(_clean(str(value)))
         raise CelError(f"CEL result of type {type_name.lower()} could not be converted to bool")
 
-
     def _evaluate(self, data: dict) -> tuple[Any, str, float]:
         """The result's value and type name, and the thread CPU seconds the evaluation took."""
         started = time.thread_time()
