@@ -350,7 +350,7 @@ def _tls_error(cause: BaseException, sends_client_cert: bool) -> str:
     alert = _TLS_ALERTS.get(getattr(cause, "reason", None) or "")
     if alert:
         return f"remote error: tls: {alert}"
-    if isinstance(cause, (ssl.SSLEOFError, ConnectionResetError)) or "EOF occurred" in str(cause):
+    if isinstance(cause, (ssl.SSLEOFError, ConnectionResetError, BrokenPipeError)) or "EOF occurred" in str(cause):
         # An extender that refuses the client's certificate (or its absence) alerts and closes;
         # Python's client often meets the close before it reads the alert.
         hint = ("is tlsConfig.certFile signed by a CA the extender trusts?" if sends_client_cert
@@ -372,6 +372,11 @@ def _transport_error(err: BaseException, url: str, sends_client_cert: bool = Fal
     if isinstance(cause, (urllib3.exceptions.SSLError, ssl.SSLError)):
         return _tls_error(cause, sends_client_cert)
     if isinstance(cause, urllib3.exceptions.ProtocolError):
+        # A TLS 1.3 extender refuses a client certificate after the client's handshake ends, so
+        # the refusal may reach the client as a reset under its first write, not as a TLS error.
+        reset = next((a for a in cause.args if isinstance(a, (ConnectionResetError, BrokenPipeError))), None)
+        if reset is not None and parsed.scheme == "https":
+            return _tls_error(reset, sends_client_cert)
         return "EOF"
     return str(cause)
 

@@ -226,3 +226,18 @@ def test_tls_failures_are_worded_as_go_words_them_or_say_what_to_check(cause, se
     wrapped = urllib3.exceptions.MaxRetryError(None, "https://127.0.0.1:1/filter",
                                                urllib3.exceptions.SSLError(cause))
     assert _transport_error(wrapped, "https://127.0.0.1:1/filter", sends_client_cert) == said
+
+
+@pytest.mark.parametrize("scheme, reset, said", [
+    ("https", ConnectionResetError(104, "Connection reset by peer"),
+     "tls: the extender closed the connection during the TLS exchange (if it requires a client certificate, set "
+     "tlsConfig.certFile and keyFile)"),
+    ("https", BrokenPipeError(32, "Broken pipe"),
+     "tls: the extender closed the connection during the TLS exchange (if it requires a client certificate, set "
+     "tlsConfig.certFile and keyFile)"),
+    ("http", ConnectionResetError(104, "Connection reset by peer"), "EOF"),
+])
+def test_a_connection_reset_after_the_tls_handshake_says_what_to_check(scheme, reset, said):
+    url = f"{scheme}://127.0.0.1:1/filter"
+    wrapped = urllib3.exceptions.MaxRetryError(None, url, urllib3.exceptions.ProtocolError("Connection aborted.", reset))
+    assert _transport_error(wrapped, url) == said
