@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from kubesched.framework.columns import NodeColumns
 from kubesched.framework.types import NodeInfo
 
@@ -10,11 +12,12 @@ class Snapshot:
     """Node infos in a stable order, plus the lists that affinity plugins iterate."""
 
     __slots__ = ("node_info_list", "node_info_map", "have_pods_with_affinity_node_info_list",
-                 "have_pods_with_required_anti_affinity_node_info_list", "generation",
+                 "have_pods_with_required_anti_affinity_node_info_list", "node_set",
                  "_columns")
 
-    def __init__(self, node_infos: list[NodeInfo] | None = None, generation: int = 0):
-        self.generation = generation
+    def __init__(self, node_infos: list[NodeInfo] | None = None):
+        # Counts set_nodes calls: each one brings every node as a new NodeInfo (NodeMemos).
+        self.node_set = 0
         self.node_info_list: list[NodeInfo] = []
         self.node_info_map: dict[str, NodeInfo] = {}
         self.have_pods_with_affinity_node_info_list: list[NodeInfo] = []
@@ -23,6 +26,7 @@ class Snapshot:
         self.set_nodes(node_infos or [])
 
     def set_nodes(self, node_infos: list[NodeInfo]) -> None:
+        self.node_set += 1
         self.node_info_list = list(node_infos)
         self._columns = None
         self.node_info_map = {n.name: n for n in self.node_info_list}
@@ -61,3 +65,36 @@ class Snapshot:
 
     def list(self) -> list[NodeInfo]:
         return self.node_info_list
+
+
+class NodeMemos:
+    """What a plugin remembers between cycles about the snapshot's NodeInfos, so that the
+    nodes the last bindings did not touch cost a lookup, not a walk over their pods.
+
+    Per key (a selector, a pod's shape), a table of node name -> entry, where an entry starts
+    with the NodeInfo it was worked out on; its user reuses it only for that very NodeInfo
+    (the cache hands the snapshot a new clone of a node whenever the node or its pods change)
+    and whatever else the entry records. When the snapshot's node set is rebuilt (a node
+    added or deleted), every NodeInfo is a new clone and no entry can hold, so the tables are
+    emptied: that also lets go of the deleted nodes' NodeInfos. At most max_keys tables are
+    kept; the oldest goes first.
+    """
+
+    __slots__ = ("max_keys", "tables", "_snapshot", "_node_set")
+
+    def __init__(self, max_keys: int = 1):
+        self.max_keys = max_keys
+        self.tables: dict[Hashable, dict[str, tuple]] = {}
+        self._snapshot: Snapshot | None = None
+        self._node_set = 0
+
+    def table(self, snapshot: Snapshot, key: Hashable = None) -> dict[str, tuple]:
+        if snapshot is not self._snapshot or snapshot.node_set != self._node_set:
+            self.tables = {}
+            self._snapshot, self._node_set = snapshot, snapshot.node_set
+        table = self.tables.get(key)
+        if table is None:
+            if len(self.tables) >= self.max_keys:
+                del self.tables[next(iter(self.tables))]
+            table = self.tables[key] = {}
+        return table

@@ -23,6 +23,7 @@ from kubesched.framework.interface import (
     PluginArgsError,
     Status,
 )
+from kubesched.framework.snapshot import NodeMemos, Snapshot
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
 from kubesched.plugins.helper.cluster_objects import ClusterObjects
@@ -35,7 +36,7 @@ PRE_FILTER_STATE_KEY = "PreFilterInterPodAffinity"
 PRE_SCORE_STATE_KEY = "PreScoreInterPodAffinity"
 _CACHE_KEY = "InterPodAffinityTerms"
 # Pod shapes (namespace, labels, namespace labels) whose per-node existing anti-affinity
-# domains are remembered between cycles (InterPodAffinity._existing_memo).
+# domains are remembered between cycles (InterPodAffinity._existing_memos).
 EXISTING_MEMO_SHAPES = 8
 
 
@@ -185,7 +186,7 @@ class InterPodAffinity:
         # anti-affinity terms count against a pod of that shape). The snapshot replaces a
         # node's NodeInfo whenever its pods or labels change, so an entry holds while the
         # object is the same one; the unchanged nodes then cost a lookup, not a match per pod.
-        self._existing_memo: dict[tuple, dict[str, tuple[NodeInfo, tuple]]] = {}
+        self._existing_memos = NodeMemos(EXISTING_MEMO_SHAPES)
         self._affinity_rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_AFFINITY_RULES_NOT_MATCH,
                                          plugin=self.name)
         self._anti_affinity_rejected = Status(Code.UNSCHEDULABLE, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -280,7 +281,7 @@ class InterPodAffinity:
         snapshot = self.handle.snapshot()
         with_anti = snapshot.have_pods_with_required_anti_affinity_node_info_list
         if with_anti:
-            self._count_existing_anti_affinity(s, pod, with_anti)
+            self._count_existing_anti_affinity(s, pod, snapshot, with_anti)
         if affinity_terms or anti_terms:
             for node in nodes:
                 for existing in node.pods.values():
@@ -295,15 +296,12 @@ class InterPodAffinity:
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
 
-    def _count_existing_anti_affinity(self, s: PreFilterState, pod: PodInfo, nodes: list[NodeInfo]) -> None:
+    def _count_existing_anti_affinity(self, s: PreFilterState, pod: PodInfo, snapshot: Snapshot,
+                                      nodes: list[NodeInfo]) -> None:
         """The domains where placed pods' required anti-affinity terms match the pod."""
         ns_labels = s.namespace_labels
         shape = (pod.namespace, frozenset(pod.labels.items()), frozenset(ns_labels.items()) if ns_labels else None)
-        memo = self._existing_memo.get(shape)
-        if memo is None:
-            if len(self._existing_memo) >= EXISTING_MEMO_SHAPES:
-                self._existing_memo.pop(next(iter(self._existing_memo)))
-            memo = self._existing_memo[shape] = {}
+        memo = self._existing_memos.table(snapshot, shape)
         counts = s.existing_anti_affinity_counts
         for node in nodes:
             entry = memo.get(node.name)

@@ -20,6 +20,7 @@ import secrets
 from typing import Any
 
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
+from kubesched.framework.snapshot import NodeMemos
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.csi_translation import (
     IN_TREE_SOURCE_KEYS,
@@ -41,6 +42,7 @@ _COUNTED_SOURCES = IN_TREE_SOURCE_KEYS | {"persistentVolumeClaim", "ephemeral"}
 
 _ATTACHMENTS_KEY = "PreFilterNodeVolumeLimitsAttachments"
 _POD_VOLUMES_KEY = "PreFilterNodeVolumeLimitsPodVolumes"
+_ATTACHED_MEMO_KEY = "PreFilterNodeVolumeLimitsAttachedMemo"
 
 
 class _LookupError(Exception):
@@ -64,7 +66,7 @@ class NodeVolumeLimits:
         # generation, the volumes its pods attach): the snapshot replaces a NodeInfo when its
         # pods change, so an entry holds while the object, the CSINode's presence and every
         # storage object are as they were.
-        self._attached_memo: dict[str, tuple[NodeInfo, bool, int, dict[str, str]]] = {}
+        self._attached_memos = NodeMemos()
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [
@@ -81,6 +83,7 @@ class NodeVolumeLimits:
                 if key in _COUNTED_SOURCES:
                     state.write(_ATTACHMENTS_KEY, self._attachments_by_node())
                     state.write(_POD_VOLUMES_KEY, {})
+                    state.write(_ATTACHED_MEMO_KEY, self._attached_memos.table(self.handle.snapshot()))
                     return None, None
         return None, SKIP  # nothing this plugin counts
 
@@ -113,7 +116,10 @@ class NodeVolumeLimits:
         if not limits:
             return None
         generation = self.volumes.generation
-        entry = self._attached_memo.get(node_info.name)
+        attached_memo = state.get(_ATTACHED_MEMO_KEY)
+        if attached_memo is None:
+            attached_memo = self._attached_memos.table(self.handle.snapshot())
+        entry = attached_memo.get(node_info.name)
         if entry is not None and entry[0] is node_info and entry[1] == (csi_node is not None) \
                 and entry[2] == generation:
             attached = entry[3]
@@ -124,7 +130,7 @@ class NodeVolumeLimits:
                     self._attachable_volumes(existing, csi_node, attached, new_pod=False)
                 except _LookupError as err:
                     return Status(Code.ERROR, str(err))
-            self._attached_memo[node_info.name] = (node_info, csi_node is not None, generation, attached)
+            attached_memo[node_info.name] = (node_info, csi_node is not None, generation, attached)
         attached_count: dict[str, int] = {}
         for unique_name, driver in attached.items():
             new_volumes.pop(unique_name, None)

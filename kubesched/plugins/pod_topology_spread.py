@@ -25,6 +25,7 @@ from kubesched.framework.interface import (
     PluginArgsError,
     Status,
 )
+from kubesched.framework.snapshot import NodeMemos, Snapshot
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields, list_arg
 from kubesched.plugins.helper.cluster_objects import ClusterObjects
@@ -128,24 +129,18 @@ class MatchCounts:
     although between two cycles only the nodes the last binding touched change. An entry
     holds the NodeInfo it was counted on and that node's generation; the snapshot replaces
     a changed node's NodeInfo and every change to a NodeInfo's pods or labels raises its
-    generation, so an entry is reused only for the very same, unchanged node.
+    generation, so an entry is reused only for the very same, unchanged node (NodeMemos).
     """
 
-    MAX_SELECTORS = 64  # distinct (selector, namespace) pairs kept before starting afresh
+    MAX_SELECTORS = 64  # distinct (selector, namespace) pairs kept, the oldest dropped first
 
-    __slots__ = ("tables",)
+    __slots__ = ("memos",)
 
     def __init__(self) -> None:
-        self.tables: dict[tuple, dict[str, tuple[NodeInfo, int, int]]] = {}
+        self.memos = NodeMemos(self.MAX_SELECTORS)
 
-    def table(self, selector: Selector, namespace: str) -> dict[str, tuple[NodeInfo, int, int]]:
-        key = (selector.requirements, selector.nothing, namespace)
-        table = self.tables.get(key)
-        if table is None:
-            if len(self.tables) >= self.MAX_SELECTORS:
-                self.tables = {}
-            table = self.tables[key] = {}
-        return table
+    def table(self, snapshot: Snapshot, selector: Selector, namespace: str) -> dict[str, tuple[NodeInfo, int, int]]:
+        return self.memos.table(snapshot, (selector.requirements, selector.nothing, namespace))
 
     @staticmethod
     def count(table: dict[str, tuple[NodeInfo, int, int]], node: NodeInfo, selector: Selector, namespace: str) -> int:
@@ -425,7 +420,8 @@ class PodTopologySpread:
         namespace = pod.namespace
         policies_matter = self._policies_matter(constraints, required)
         count = self.match_counts.count
-        tables = [self.match_counts.table(c.selector, namespace) for c in constraints]
+        snapshot = self.handle.snapshot()
+        tables = [self.match_counts.table(snapshot, c.selector, namespace) for c in constraints]
         for node in nodes:  # hot path: every node, every cycle
             labels = node.labels
             if not node_labels_match_constraints(labels, constraints):
@@ -523,7 +519,8 @@ class PodTopologySpread:
     # --- score -----------------------------------------------------------------------
 
     def pre_score(self, state, pod: PodInfo, filtered_nodes: list[NodeInfo]) -> Status | None:
-        all_nodes = self.handle.snapshot().node_info_list
+        snapshot = self.handle.snapshot()
+        all_nodes = snapshot.node_info_list
         if not all_nodes:
             return Status(Code.SKIP)
         s = PreScoreState()
@@ -553,7 +550,7 @@ class PodTopologySpread:
         required = RequiredNodeAffinity.of_pod(pod)
         policies_matter = self._policies_matter(constraints, required)
         count = self.match_counts.count
-        tables = [self.match_counts.table(c.selector, pod.namespace) for c in constraints]
+        tables = [self.match_counts.table(snapshot, c.selector, pod.namespace) for c in constraints]
         for node in all_nodes:  # hot path: every node, every cycle
             if require_all_topologies and not node_labels_match_constraints(node.labels, constraints):
                 continue

@@ -3,7 +3,7 @@
 from kubesched_fakes import node_raw, pod
 
 from kubesched.backend.cache import SchedulerCache
-from kubesched.framework.snapshot import Snapshot
+from kubesched.framework.snapshot import NodeMemos, Snapshot
 
 
 class Clock:
@@ -151,3 +151,33 @@ def test_image_counts_are_refreshed_only_when_an_image_list_changes():
                                                  "images": [{"names": ["nginx:1"], "sizeBytes": 100}]}})
     cache.update_snapshot(snap)
     assert snap.get("n1").image_states["nginx:1"].num_nodes == 2
+
+
+def test_node_memos_hold_while_the_node_set_does_and_let_go_of_a_deleted_node():
+    cache = SchedulerCache()
+    for i in range(3):
+        cache.add_node(node_raw(f"n{i}"))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    memos = NodeMemos(max_keys=2)
+    table = memos.table(snap, "selector-a")
+    for node in snap.node_info_list:
+        table[node.name] = (node, "counted")
+    cache.add_pod(pod("p", node="n1", cpu="1"))  # one node's pods change: the node set holds
+    cache.update_snapshot(snap)
+    assert memos.table(snap, "selector-a") is table and set(table) == {"n0", "n1", "n2"}
+    assert table["n1"][0] is not snap.get("n1")  # stale: its user recounts it
+    cache.remove_node("n2")
+    cache.update_snapshot(snap)
+    assert memos.table(snap, "selector-a") == {}  # every NodeInfo is a new clone; n2's is let go
+    assert memos.table(Snapshot(), "selector-a") == {}  # another snapshot starts afresh
+
+
+def test_node_memos_keep_at_most_max_keys_tables_dropping_the_oldest():
+    snap = Snapshot()
+    memos = NodeMemos(max_keys=2)
+    memos.table(snap, "a")["n"] = ("a",)
+    memos.table(snap, "b")["n"] = ("b",)
+    memos.table(snap, "c")["n"] = ("c",)
+    assert list(memos.tables) == ["b", "c"]
+    assert memos.table(snap, "a") == {}

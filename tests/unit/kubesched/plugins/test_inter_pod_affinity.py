@@ -393,3 +393,7 @@ def test_existing_anti_affinity_is_remembered_per_node_object_and_recounted_when
                                            make_pod("b", labels=S2, affinity=avoid_s1))])
     assert verdicts(make_pod("r", labels=S1)) == [EXISTING_REJECTED, EXISTING_REJECTED]
     assert verdicts(make_pod("s", labels=S2)) == "skip"  # another shape
+    # n2 is deleted: the snapshot's node set is rebuilt, and the memo lets go of n2's NodeInfo.
+    handle.snapshot().set_nodes([n1])
+    assert verdicts(make_pod("t", labels=S1)) == [EXISTING_REJECTED]
+    assert [sorted(t) for t in plugin._existing_memos.tables.values()] == [["n1"]]
