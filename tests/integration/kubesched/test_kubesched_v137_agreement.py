@@ -144,6 +144,11 @@ def test_repeated_failures_fold_into_one_event_series(run_scheduler, nodes, core
         scheduler = run_scheduler(kind)
         core_v1.create_namespaced_pod(namespace, pause(want, "1", schedulerName=scheduler), _preload_content=False)
         wait_for(lambda n=want: failed_scheduling_events(api_client, namespace, n), 30, what=f"{kind}: first event")
+        # Both schedulers patch the pod's condition after the event and asynchronously (upstream's
+        # APICacher): wait for it, so the second attempt starts from the patched pod under any load.
+        wait_for(lambda n=want: unschedulable_message(core_v1, namespace, n) is not None, 30,
+                 what=f"{kind}: first condition")
+        time.sleep(1)  # time for the scheduler's pod watch to deliver the patched pod
         # More allocatable each time (NodeResourcesFit's hint: worth a retry), never enough:
         # three more attempts with the same message, so the pod's status and version stay.
         for milli in (2100, 2200, 2300):
