@@ -10,6 +10,8 @@ import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+from lab.namespaces import wait_for_default_service_account
+
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
@@ -51,11 +53,14 @@ class Cluster:
         name = f"{prefix}-{uuid.uuid4().hex[:6]}"
         self.core.create_namespace({"metadata": {"name": name, "labels": {"kubesched.io/reliability": "true"}}},
                                    _preload_content=False)
+        # ServiceAccount admission refuses pods until the controller made the namespace's
+        # `default` ServiceAccount; a busy machine once made the first pod lose that race.
+        wait_for_default_service_account(self.core, name)
         return name
 
     def delete_namespace(self, name: str) -> None:
-        """Delete pods with no grace period, then the namespace; the lab has no
-        controller-manager, so the namespace is finalized here."""
+        """Delete pods with no grace period, then the namespace, finalized here so the
+        suite does not wait for the namespace controller."""
         from kubernetes.client.rest import ApiException
 
         try:
