@@ -38,11 +38,22 @@ from kubesched.plugins.volume_binding import SKIP, volume_objects
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 # The volume sources this plugin counts: claims, generic ephemeral volumes, migrated in-tree ones.
 _COUNTED_SOURCES = IN_TREE_SOURCE_KEYS | {"persistentVolumeClaim", "ephemeral"}
+_PRE_FILTER_STATE_KEY = "PreFilterNodeVolumeLimits"
 
 
-_ATTACHMENTS_KEY = "PreFilterNodeVolumeLimitsAttachments"
-_POD_VOLUMES_KEY = "PreFilterNodeVolumeLimitsPodVolumes"
-_ATTACHED_MEMO_KEY = "PreFilterNodeVolumeLimitsAttachedMemo"
+class _PreFilterState:
+    """What Filter reads for every node of one cycle, gathered once:
+    - attachments: per node, the CSI volumes VolumeAttachments attach there;
+    - pod_volumes: the pod's attachable volumes (or the lookup error), keyed by whether the
+      node has a CSINode, the only way they depend on the node (migration_counted);
+    - attached: the plugin's memo of each node's attached volumes (NodeMemos)."""
+
+    __slots__ = ("attachments", "pod_volumes", "attached")
+
+    def __init__(self, attachments: dict[str, dict[str, str]], attached: dict[str, tuple]):
+        self.attachments = attachments
+        self.pod_volumes: dict[bool, tuple[dict[str, str], Exception | None]] = {}
+        self.attached = attached
 
 
 class _LookupError(Exception):
@@ -81,18 +92,19 @@ class NodeVolumeLimits:
         for volume in (pod.raw.get("spec") or {}).get("volumes") or ():  # hot path: most pods mount a token
             for key in volume:
                 if key in _COUNTED_SOURCES:
-                    state.write(_ATTACHMENTS_KEY, self._attachments_by_node())
-                    state.write(_POD_VOLUMES_KEY, {})
-                    state.write(_ATTACHED_MEMO_KEY, self._attached_memos.table(self.handle.snapshot()))
+                    state.write(_PRE_FILTER_STATE_KEY, self._pre_filter_state())
                     return None, None
         return None, SKIP  # nothing this plugin counts
 
+    def _pre_filter_state(self) -> _PreFilterState:
+        return _PreFilterState(self._attachments_by_node(), self._attached_memos.table(self.handle.snapshot()))
+
     def filter(self, state, pod: PodInfo, node_info: NodeInfo) -> Status | None:
         csi_node = self.volumes.csi_node(node_info.name)
-        # The pod's volumes depend on the node only through whether it has a CSINode
-        # (migration_counted), so each cycle works them out at most twice, not per node.
-        memo = state.get(_POD_VOLUMES_KEY)
-        found = None if memo is None else memo.get(csi_node is not None)
+        # Built here when the profile disables this plugin's PreFilter.
+        cycle: _PreFilterState = state.get(_PRE_FILTER_STATE_KEY) or self._pre_filter_state()
+        # Worked out at most twice per cycle, not per node (see _PreFilterState).
+        found = cycle.pod_volumes.get(csi_node is not None)
         if found is None:
             volumes: dict[str, str] = {}
             try:
@@ -100,8 +112,7 @@ class NodeVolumeLimits:
                 found = (volumes, None)
             except _LookupError as err:
                 found = (volumes, err)
-            if memo is not None:
-                memo[csi_node is not None] = found
+            cycle.pod_volumes[csi_node is not None] = found
         if found[1] is not None:
             if found[1].not_found:
                 return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(found[1]))
@@ -116,10 +127,7 @@ class NodeVolumeLimits:
         if not limits:
             return None
         generation = self.volumes.generation
-        attached_memo = state.get(_ATTACHED_MEMO_KEY)
-        if attached_memo is None:
-            attached_memo = self._attached_memos.table(self.handle.snapshot())
-        entry = attached_memo.get(node_info.name)
+        entry = cycle.attached.get(node_info.name)
         if entry is not None and entry[0] is node_info and entry[1] == (csi_node is not None) \
                 and entry[2] == generation:
             attached = entry[3]
@@ -130,15 +138,12 @@ class NodeVolumeLimits:
                     self._attachable_volumes(existing, csi_node, attached, new_pod=False)
                 except _LookupError as err:
                     return Status(Code.ERROR, str(err))
-            attached_memo[node_info.name] = (node_info, csi_node is not None, generation, attached)
+            cycle.attached[node_info.name] = (node_info, csi_node is not None, generation, attached)
         attached_count: dict[str, int] = {}
         for unique_name, driver in attached.items():
             new_volumes.pop(unique_name, None)
             attached_count[driver] = attached_count.get(driver, 0) + 1
-        by_node = state.get(_ATTACHMENTS_KEY)
-        if by_node is None:
-            by_node = self._attachments_by_node()
-        for unique_name, driver in by_node.get(node_info.name, {}).items():
+        for unique_name, driver in cycle.attachments.get(node_info.name, {}).items():
             if unique_name not in attached:
                 attached_count[driver] = attached_count.get(driver, 0) + 1
         new_count: dict[str, int] = {}
