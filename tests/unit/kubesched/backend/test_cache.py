@@ -78,12 +78,18 @@ def test_assumed_pod_never_expires_by_default_once_bound():
     assert cache.is_assumed(assumed.uid) and cache.nodes["n1"].requested.milli_cpu == 1000
 
 
-def test_snapshot_clones_only_changed_nodes():
+def synced(nodes: int) -> tuple[SchedulerCache, Snapshot]:
+    """A cache with nodes n0.. and a snapshot brought up to date with it."""
     cache = SchedulerCache()
-    for i in range(4):
+    for i in range(nodes):
         cache.add_node(node_raw(f"n{i}"))
     snap = Snapshot()
     cache.update_snapshot(snap)
+    return cache, snap
+
+
+def test_snapshot_clones_only_changed_nodes():
+    cache, snap = synced(4)
     before = {n.name: n for n in snap.node_info_list}
     cache.add_pod(pod("p", node="n2", cpu="1"))
     cache.update_snapshot(snap)
@@ -154,11 +160,7 @@ def test_image_counts_are_refreshed_only_when_an_image_list_changes():
 
 
 def test_node_memos_hold_while_the_node_set_does_and_let_go_of_a_deleted_node():
-    cache = SchedulerCache()
-    for i in range(3):
-        cache.add_node(node_raw(f"n{i}"))
-    snap = Snapshot()
-    cache.update_snapshot(snap)
+    cache, snap = synced(3)
     memos = NodeMemos(max_keys=2)
     table = memos.table(snap, "selector-a")
     for node in snap.node_info_list:
