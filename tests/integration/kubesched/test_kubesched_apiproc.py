@@ -15,8 +15,11 @@ def children_of(pid: int) -> list[int]:
     """Child processes of every thread (a restarted child is started by a reader thread)."""
     children = []
     for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as handle:
-            children.extend(int(child) for child in handle.read().split())
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                children.extend(int(child) for child in handle.read().split())
+        except FileNotFoundError:
+            continue  # the thread ended after the listing (a finished bind worker): it has no children now
     return children
 
 
