@@ -11,7 +11,9 @@ millisecond the scheduling loop waited (docs/performance.md measures the split).
   the scheduling process decodes a fraction of the bytes once (orjson, no pickling). Each
   informer's records arrive in the order its watch delivered them; the scheduling process
   applies them on one thread (store, diff, event handlers) exactly as an in-process
-  informer did.
+  informer did. Its requests' rest_client_* figures come back the same way
+  (``[0, "M", method, host, code, seconds, sent, received]``, ``[0, "T", method, host, seconds]``
+  for a throttled one), so the scheduler's /metrics counts them.
 - the **writer process** sends the requests of ``RemoteApiClient``: bindings, events, status
   patches. The calling thread keeps its place and its token bucket (``--kube-api-qps`` and
   ``--kube-api-burst`` are enforced before a request leaves), and waits for the answer: a
@@ -37,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from kubesched import gctuning, jsoncodec, klog
+from kubesched import gctuning, jsoncodec, klog, restclient_metrics
 from kubesched.client import ApiClient, ClusterCredentials
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 
 # Records per message: enough to amortise a pipe write, small enough to keep the events flowing.
 _MAX_BATCH = 256
+METRICS_RECORD = 0  # the informer id of the watch process's rest_client_* records (informers count from 1)
 RESTART_DELAY = 1.0
 
 
@@ -139,6 +142,7 @@ class ApiProcesses:
 
     def __init__(self, creds: ClusterCredentials, *, qps: float, burst: int, pool_size: int = 96,
                  user_agent: str = "kubesched"):
+        self.host = restclient_metrics.host_of(creds.server)
         self.informers: dict[int, Informer] = {}
         self._informer_ids = itertools.count(1)
         self._request_ids = itertools.count(1)
@@ -178,6 +182,9 @@ class ApiProcesses:
 
     def _on_records(self, message: bytes) -> None:
         for record in jsoncodec.loads(message):
+            if record[0] == METRICS_RECORD:
+                (restclient_metrics.record if record[1] == "M" else restclient_metrics.record_throttle)(*record[2:])
+                continue
             informer = self.informers.get(record[0])
             if informer is None or informer.stop.is_set():
                 continue
@@ -246,6 +253,7 @@ class RemoteApiClient(ApiClient):
 
     def __init__(self, processes: ApiProcesses, *, qps: float, burst: int, user_agent: str, watches: bool):
         super().__init__(ClusterCredentials(server=""), qps=qps, burst=burst, pool_size=1, user_agent=user_agent)
+        self.host = processes.host
         self.processes = processes
         self.watch_hub = processes if watches else None
 
@@ -279,6 +287,8 @@ def _watch_main(conn: Connection, creds: ClusterCredentials, qps: float, burst: 
     client = ApiClient(creds, qps=qps, burst=burst, pool_size=64, user_agent=user_agent)
     outbox: queue.SimpleQueue = queue.SimpleQueue()
     stops: dict[int, threading.Event] = {}
+    client.record_request = lambda *figures: outbox.put([METRICS_RECORD, "M", *figures])
+    client.record_throttle = lambda *figures: outbox.put([METRICS_RECORD, "T", *figures])
 
     def send_batches() -> None:
         while True:

@@ -358,6 +358,15 @@ def published_authentication_config(configmap: dict) -> dict[str, Any]:
     return found
 
 
+def file_state(path: str) -> tuple:
+    """What a stat says about a file that a reload watches: (mtime, size, inode), () when missing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
 class CAReloader:
     """Keeps the authenticator's CAs current, in one daemon thread.
 
@@ -374,17 +383,9 @@ class CAReloader:
                       if path}
         self.lookup_client = lookup_client
         self.clock = clock
-        self._file_state: dict[str, tuple] = {name: self._stat(path) for name, path in self.files.items()}
+        self._file_state: dict[str, tuple] = {name: file_state(path) for name, path in self.files.items()}
         self._file_read_at = clock()
         self._stop = threading.Event()
-
-    @staticmethod
-    def _stat(path: str) -> tuple:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return ()
-        return st.st_mtime_ns, st.st_size, st.st_ino
 
     def check_files(self) -> bool:
         """Re-read each CA file whose stat changed (all of them once a refresh period passed); True when a CA changed."""
@@ -393,7 +394,7 @@ class CAReloader:
             self._file_read_at = self.clock()
         changed = False
         for name, path in self.files.items():
-            state = self._stat(path)
+            state = file_state(path)
             if not due and state == self._file_state[name]:
                 continue
             self._file_state[name] = state

@@ -1,9 +1,11 @@
-"""The `kubesched` command: kube-scheduler's flags, plus `validate-config` and `explain`.
+"""The `kubesched` command: kube-scheduler's flags, plus `validate-config`, `explain` and `whatif`.
 
     kubesched --config FILE [any kube-scheduler v1.37 flag, see kubesched/flags.py]
     kubesched --write-config-to FILE [--config FILE]
-    kubesched validate-config FILE
+    kubesched validate-config FILE [--kubeconfig FILE]
     kubesched explain NAMESPACE/POD [--config FILE] [--kubeconfig FILE]
+    kubesched whatif --config NEW [--current CURRENT] [--kubeconfig FILE] [-o json] [--sample N] [--seed S]
+                     [--max-newly-unschedulable N] [--max-moved-percent P]
 
 Everything that can be wrong with the configuration (the file, its plugins and their args,
 the kubeconfig) is checked before the cluster is contacted, and reported as one line.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import signal
 import socket
@@ -22,7 +25,9 @@ import threading
 import time
 from typing import Sequence
 
-from kubesched import __version__, flags, gctuning, klog
+import urllib3
+
+from kubesched import __version__, features, flags, gctuning, klog
 from kubesched.client import ApiClient, ApiError, ClusterCredentials, KubeconfigError, load_kubeconfig
 from kubesched.config import ConfigError, load_config, parse_config
 from kubesched.config.types import API_VERSION, KIND, KubeSchedulerConfiguration
@@ -33,16 +38,12 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 
-class UsageError(Exception):
-    pass
-
-
 # ---------------------------------------------------------------------------------------------
 # Configuration, checked in full before the cluster is contacted
 # ---------------------------------------------------------------------------------------------
 
-def _default_config() -> KubeSchedulerConfiguration:
-    return parse_config({"apiVersion": API_VERSION, "kind": KIND}, source="(defaults)")
+def _default_config(feature_gates: dict[str, bool] | None = None) -> KubeSchedulerConfiguration:
+    return parse_config({"apiVersion": API_VERSION, "kind": KIND}, source="(defaults)", feature_gates=feature_gates)
 
 
 def _apply_deprecated_flags(cfg: KubeSchedulerConfiguration, args: argparse.Namespace) -> None:
@@ -95,15 +96,18 @@ def _apply_leader_flags(cfg: KubeSchedulerConfiguration, args: argparse.Namespac
 
 def effective_config(args: argparse.Namespace) -> KubeSchedulerConfiguration:
     """The configuration file (or the defaults) with the flags kube-scheduler applies to it."""
-    cfg = load_config(args.config) if args.config else _default_config()
+    gates = args.feature_gates or {}
+    cfg = load_config(args.config, gates) if args.config else _default_config(gates)
     _apply_deprecated_flags(cfg, args)
     _apply_leader_flags(cfg, args)
     return cfg
 
 
 def prepare(args: argparse.Namespace):
-    """Load and validate everything; returns (config, cluster credentials)."""
+    """Load and validate everything; returns (config, cluster credentials). As kube-scheduler, the
+    configuration and its plugins' args are judged before the kubeconfig is read."""
     cfg = effective_config(args)
+    validate_frameworks(cfg)
     kubeconfig = cfg.client_connection.kubeconfig or args.kubeconfig or os.environ.get("KUBECONFIG", "")
     if not kubeconfig and args.master:
         return cfg, ClusterCredentials(server=args.master.rstrip("/"))
@@ -144,21 +148,37 @@ def _fail(message: str) -> int:
 # Subcommands
 # ---------------------------------------------------------------------------------------------
 
+def _feature_gates(values: list[str]) -> dict[str, bool]:
+    """--feature-gates of validate-config and whatif, as the scheduler's own flag parses them."""
+    try:
+        return features.parse_feature_gates(values).enabled
+    except features.FeatureGateError as err:
+        raise ConfigError("--feature-gates", str(err)) from None
+
+
 def cmd_validate_config(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="kubesched validate-config",
-                                description="Check a KubeSchedulerConfiguration the way `kubesched --config` does.")
-    p.add_argument("file")
-    p.add_argument("--kubeconfig", default="")
+                                description="Check a KubeSchedulerConfiguration the way `kubesched --config` does "
+                                            "(every field, plugin, plugin argument, extender and the kubeconfig), "
+                                            "without contacting the cluster. Exit 0 when valid, else 1 with one line "
+                                            "that says what to fix.")
+    p.add_argument("file", help="the KubeSchedulerConfiguration")
+    p.add_argument("--kubeconfig", default="", help="the kubeconfig to check when the configuration's "
+                   "clientConnection.kubeconfig is empty")
+    p.add_argument("--feature-gates", action="append", default=[], metavar="GATES",
+                   help="the feature gates kubesched will run with, as its --feature-gates: they decide the "
+                   "default profile (GenericWorkload=true adds GangScheduling)")
     args = p.parse_args(argv)
     try:
-        cfg = load_config(args.file)
+        gates = _feature_gates(args.feature_gates)
+        cfg = load_config(args.file, gates)
+        validate_frameworks(cfg)
         kubeconfig = cfg.client_connection.kubeconfig or args.kubeconfig
         if kubeconfig:
             try:
                 load_kubeconfig(kubeconfig)
             except KubeconfigError as err:
                 raise ConfigError("clientConnection.kubeconfig", str(err), cfg.source) from None
-        validate_frameworks(cfg)
     except ConfigError as err:
         return _fail(str(err))
     names = ", ".join(p.scheduler_name for p in cfg.profiles)
@@ -166,39 +186,160 @@ def cmd_validate_config(argv: list[str]) -> int:
     return EXIT_OK
 
 
+def explain_kubeconfig(flag: str, cfg: KubeSchedulerConfiguration) -> str:
+    """explain's kubeconfig, as kubectl finds one: --kubeconfig, the configuration's
+    clientConnection.kubeconfig, the first file of $KUBECONFIG that exists, ~/.kube/config."""
+    if flag:
+        return flag
+    if cfg.client_connection.kubeconfig:
+        return cfg.client_connection.kubeconfig
+    listed = [path for path in os.environ.get("KUBECONFIG", "").split(os.pathsep) if path]
+    for path in listed:
+        if os.path.exists(path):
+            return path
+    default = os.path.join(os.path.expanduser("~"), ".kube", "config")
+    if os.path.exists(default):
+        return default
+    tried = f"$KUBECONFIG ({os.pathsep.join(listed)}) and {default} do" if listed else f"{default} does"
+    raise ConfigError("clientConnection.kubeconfig", f"no kubeconfig found: {tried} not exist; pass "
+                      "--kubeconfig, or set clientConnection.kubeconfig in --config", cfg.source)
+
+
+def cannot_reach(server: str, err: BaseException) -> str:
+    """One line for an API server that does not answer: the innermost reason urllib3 wraps."""
+    reason: BaseException | None = err
+    while getattr(reason, "reason", None) is not None and reason is not reason.reason:
+        reason = reason.reason
+    detail = getattr(reason, "strerror", None) or str(reason)
+    if ": " in detail and isinstance(reason, urllib3.exceptions.NewConnectionError):
+        detail = detail.rsplit(": ", 1)[-1]
+    return (f"cannot reach the API server {server}: {detail} (check the kubeconfig's server, and that the API "
+            "server runs and this host may connect to it)")
+
+
 def cmd_explain(argv: list[str]) -> int:
     from kubesched.explain import explain_pod
 
     p = argparse.ArgumentParser(prog="kubesched explain",
-                                description="Show, for a pending pod, why each node was rejected and how "
-                                            "the feasible nodes score, from a fresh list of nodes and pods.")
-    p.add_argument("pod", metavar="NAMESPACE/POD")
-    p.add_argument("--config", default="")
-    p.add_argument("--kubeconfig", default="")
+                                description="Show, for a pending pod, why each node fits or not (every filter on "
+                                            "every node), what its volumes and resource claims are bound or "
+                                            "allocated to and which devices each node has for them, and how the "
+                                            "feasible nodes score. Reads the cluster once; changes nothing.")
+    p.add_argument("pod", metavar="NAMESPACE/POD", help="the pending pod")
+    p.add_argument("--config", default="", help="the KubeSchedulerConfiguration whose profiles to use "
+                   "(default: kube-scheduler's defaults)")
+    p.add_argument("--kubeconfig", default="", help="the kubeconfig to read the cluster with (default: the "
+                   "configuration's clientConnection.kubeconfig, else $KUBECONFIG, else ~/.kube/config)")
     args = p.parse_args(argv)
     if "/" not in args.pod:
         return _fail(f"pod must be given as NAMESPACE/NAME, got {args.pod!r}")
     try:
         cfg = load_config(args.config) if args.config else _default_config()
-        kubeconfig = cfg.client_connection.kubeconfig or args.kubeconfig or os.environ.get("KUBECONFIG", "")
-        if not kubeconfig:
-            raise ConfigError("clientConnection.kubeconfig", "required: pass --kubeconfig", cfg.source)
+        validate_frameworks(cfg)
+        kubeconfig = explain_kubeconfig(args.kubeconfig, cfg)
         try:
             creds = load_kubeconfig(kubeconfig)
         except KubeconfigError as err:
             raise ConfigError("clientConnection.kubeconfig", str(err), cfg.source) from None
-        validate_frameworks(cfg)
     except ConfigError as err:
         return _fail(str(err))
     client = ApiClient(creds, qps=0, burst=0, user_agent=f"kubesched/{__version__} explain")
     try:
         text = explain_pod(cfg, client, args.pod)
-    except (ApiError, OSError) as err:
-        return _fail(f"cannot read the cluster: {err}")
+    except ApiError as err:
+        return _fail(f"the API server {creds.server} refused a read: {err} (check the kubeconfig's user and its "
+                     "RBAC: explain lists nodes, pods and what the enabled plugins read)")
+    except (urllib3.exceptions.HTTPError, OSError) as err:
+        return _fail(cannot_reach(creds.server, err))
     except LookupError as err:
         return _fail(str(err))
     sys.stdout.write(text)
     return EXIT_OK
+
+
+def _load_whatif_config(path: str, gates: dict[str, bool]) -> KubeSchedulerConfiguration:
+    cfg = load_config(path, gates) if path else _default_config(gates)
+    validate_frameworks(cfg)
+    return cfg
+
+
+def cmd_whatif(argv: list[str]) -> int:
+    from kubesched import whatif
+
+    p = argparse.ArgumentParser(prog="kubesched whatif",
+                                description="Show how a proposed KubeSchedulerConfiguration would place the "
+                                            "cluster's pods, next to the current one: every pending pod, and a "
+                                            "re-placement of the running pods of both configurations' profiles "
+                                            "in creation order, with the plugin that changed each decision and "
+                                            "the spread per node and zone. Reads one snapshot; writes nothing. "
+                                            f"Exit {whatif.EXIT_WITHIN_BOUNDS} within the bounds, "
+                                            f"{whatif.EXIT_NEWLY_UNSCHEDULABLE} when more pods the current "
+                                            "configuration places become unschedulable than "
+                                            f"--max-newly-unschedulable, {whatif.EXIT_TOO_MANY_MOVES} when more "
+                                            "re-placed pods move than --max-moved-percent, "
+                                            f"{EXIT_FAILURE} on an error, {EXIT_USAGE} on a bad command line.")
+    p.add_argument("--config", required=True, help="the proposed KubeSchedulerConfiguration")
+    p.add_argument("--current", default="", help="the configuration the scheduler runs now (default: the "
+                   "--config of the kube-scheduler or kubesched running on this host, else kube-scheduler's "
+                   "defaults)")
+    p.add_argument("--kubeconfig", default="", help="the kubeconfig to read the cluster with (default: the "
+                   "new configuration's clientConnection.kubeconfig, else $KUBECONFIG, else ~/.kube/config)")
+    p.add_argument("--feature-gates", action="append", default=[], metavar="GATES",
+                   help="the feature gates the scheduler runs with, as its --feature-gates (they decide the default "
+                   "profile and what the configurations may enable)")
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table", help="table (default) or json")
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="re-place N running pods drawn with the seed, not all of them")
+    p.add_argument("--seed", type=int, default=0, help="seeds the tie-break and the sample (default 0)")
+    p.add_argument("--max-newly-unschedulable", type=int, default=0, metavar="N",
+                   help="refuse (exit 3) when more than N pods the current configuration places become "
+                   "unschedulable (default 0)")
+    p.add_argument("--max-moved-percent", type=float, default=None, metavar="P",
+                   help="refuse (exit 4) when more than P%% of the re-placed pods land on another node than "
+                   "under the current configuration (default: no bound)")
+    args = p.parse_args(argv)
+    if args.sample is not None and args.sample < 0:
+        return _fail(f"--sample must be 0 or more, got {args.sample}")
+    if args.max_newly_unschedulable < 0:
+        return _fail(f"--max-newly-unschedulable must be 0 or more, got {args.max_newly_unschedulable}")
+    if args.max_moved_percent is not None and not 0 <= args.max_moved_percent <= 100:
+        return _fail(f"--max-moved-percent must be between 0 and 100, got {args.max_moved_percent:g}")
+    try:
+        gates = _feature_gates(args.feature_gates)
+        new_cfg = _load_whatif_config(args.config, gates)
+        current, where = (args.current, "") if args.current else whatif.running_config()
+        current_cfg = _load_whatif_config(current or "", gates)
+        kubeconfig = explain_kubeconfig(args.kubeconfig, new_cfg)
+        try:
+            creds = load_kubeconfig(kubeconfig)
+        except KubeconfigError as err:
+            raise ConfigError("clientConnection.kubeconfig", str(err), new_cfg.source) from None
+    except (ConfigError, whatif.CurrentConfigError) as err:
+        return _fail(str(err))
+    # Four schedulers' caches of the cluster live through the what-if: with CPython's default
+    # thresholds the collector examined them thousands of times (3 s of 30 at 5,000 nodes).
+    gctuning.tune()
+    client = whatif.ReadOnlyClient(creds, qps=0, burst=0, user_agent=f"kubesched/{__version__} whatif")
+    try:
+        report = whatif.what_if(current_cfg, new_cfg, client, seed=args.seed, sample=args.sample,
+                                progress=whatif.progress_to_stderr, feature_gates=gates)
+    except ApiError as err:
+        return _fail(f"the API server {creds.server} refused a read: {err} (check the kubeconfig's user and its "
+                     "RBAC: whatif lists nodes, pods and what the enabled plugins read)")
+    except (urllib3.exceptions.HTTPError, OSError) as err:
+        return _fail(cannot_reach(creds.server, err))
+    except whatif.SnapshotError as err:
+        return _fail(str(err))
+    if where:
+        print(f"kubesched: {where}", file=sys.stderr)
+    whatif.judge(report, args.max_newly_unschedulable, args.max_moved_percent)
+    if args.output == "json":
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        sys.stdout.write(whatif.render(report))
+    if report["refused"]:
+        print(f"kubesched: refused: {report['refused']}", file=sys.stderr)
+    return report["exitCode"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,8 +358,15 @@ def cmd_run(argv: list[str]) -> int:
     except flags.FlagError as err:
         print(f"kubesched: error: {err} (see kubesched --help)", file=sys.stderr)
         return EXIT_USAGE
+    except features.FeatureGateError as err:
+        for message, fields in err.logs:
+            klog.info(message, **fields)
+        klog.error("command failed", err=str(err))  # kube-scheduler's words and exit status
+        return EXIT_FAILURE
     except SystemExit as exit_:  # --help
         return int(exit_.code or 0)
+    for message, fields in args.feature_gate_logs:
+        klog.info(message, **fields)
     if args.version is not None:
         print(flags.version_text(args))
         return EXIT_OK
@@ -229,7 +377,6 @@ def cmd_run(argv: list[str]) -> int:
         return write_config(args)
     try:
         cfg, creds = prepare(args)
-        validate_frameworks(cfg)
     except ConfigError as err:
         return _fail(str(err))
     return serve(cfg, creds, args)
@@ -349,6 +496,7 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
 
 
 def _serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace, api_processes) -> int:
+    from kubesched.backend.debugger import listen_for_signal
     from kubesched.leaderelection import LeaderElector, new_identity
     from kubesched.scheduler import Scheduler
     from kubesched.server import ServingError
@@ -368,7 +516,6 @@ def _serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace, api
     scheduler.queue.max_in_unschedulable = args.pod_max_in_unschedulable_pods_duration
     stop = threading.Event()
     elector: LeaderElector | None = None
-    exit_code = [EXIT_OK]
 
     def liveness() -> str | None:
         return elector.check_health() if elector is not None else None
@@ -398,6 +545,7 @@ def _serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace, api
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    listen_for_signal(scheduler, stop)  # SIGUSR2: compare the cache with the informers, dump it
     klog.info("Starting kubesched", version=__version__, profiles=",".join(scheduler.frameworks))
     # delayCacheUntilActive: a standby then holds no cache, at the price of a slower takeover.
     delay_cache = cfg.delay_cache_until_active and cfg.leader_election.leader_elect
@@ -431,9 +579,14 @@ def _serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace, api
             if stop.is_set():
                 klog.info("Requested to terminate, exiting")
                 return
+            # As kube-scheduler (klog.FlushAndExit in OnStoppedLeading): exit at once, and the
+            # child processes with us. Waiting for the binds in flight let the API server
+            # complete them once it could write again, after another instance had taken the
+            # Lease and scheduled without knowing of them (the soak saw a node overcommitted so,
+            # after an etcd restart); a closed connection makes the API server drop a write it
+            # has not made yet.
             klog.error("Leaderelection lost")
-            exit_code[0] = EXIT_FAILURE
-            stop.set()
+            os._exit(EXIT_FAILURE)
 
         def stop_scheduling() -> None:
             stop.set()
@@ -454,10 +607,7 @@ def _serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace, api
         scheduling_done.wait(timeout=5.0)
     scheduler.shutdown(timeout=2.0)
     server.stop()
-    if exit_code[0] != EXIT_OK:
-        # As kube-scheduler: leadership lost means exit non-zero, let the supervisor restart us.
-        os._exit(exit_code[0])
-    return exit_code[0]
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -466,6 +616,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_validate_config(argv[1:])
     if argv and argv[0] == "explain":
         return cmd_explain(argv[1:])
+    if argv and argv[0] == "whatif":
+        return cmd_whatif(argv[1:])
     started = time.monotonic()
     code = cmd_run(argv)
     if klog.V(4):

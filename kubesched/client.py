@@ -9,20 +9,21 @@ sized for concurrent binds.
 from __future__ import annotations
 
 import base64
+import binascii
 import os
 import socket
 import ssl
-import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 from urllib.parse import urlencode
 
 import urllib3
 import yaml
 
-from kubesched import jsoncodec
+from kubesched import jsoncodec, restclient_metrics
+from kubesched.transport import load_cert_chain_data
 
 # Above this rate a bucket would only add overhead; client-go treats qps<=0 as unthrottled too.
 UNTHROTTLED_QPS = 10_000
@@ -49,27 +50,55 @@ class WatchExpired(Exception):
 
 @dataclass
 class ClusterCredentials:
+    """Where and how to reach the API server. A kubeconfig's *-data fields stay in memory
+    (the *_data bytes, PEM): no credential is ever written to a file (transport.py)."""
+
     server: str
     ca_file: str | None = None
     insecure: bool = False
     cert_file: str | None = None
     key_file: str | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)
     tls_server_name: str | None = None
+    ca_data: bytes | None = None
+    cert_data: bytes | None = None
+    key_data: bytes | None = field(default=None, repr=False)
 
 
-def _materialise(data_b64: str, suffix: str, temp_dir: str) -> str:
-    """Write base64 *-data from a kubeconfig to a private temp file, since ssl wants paths."""
-    fd, path = tempfile.mkstemp(suffix=suffix, dir=temp_dir)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(base64.b64decode("".join(data_b64.split()), validate=True))
-    return path
+def tls_config_for(creds: ClusterCredentials) -> ssl.SSLContext:
+    """The client TLS context for creds (client-go transport.TLSConfigFor): the CA file or
+    data (else the system's roots), the client certificate and key from files or memory, or
+    no verification at all for insecure-skip-tls-verify. Raises ssl.SSLError or OSError for
+    unusable material."""
+    if creds.insecure:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    else:
+        context = ssl.create_default_context(
+            cafile=creds.ca_file, cadata=creds.ca_data.decode("ascii", "replace") if creds.ca_data else None)
+    load_client_certificate(context, creds)
+    return context
+
+
+def load_client_certificate(context: ssl.SSLContext, creds: ClusterCredentials) -> None:
+    """Present creds' client certificate (from files, or from memory) on context's connections."""
+    if creds.cert_file:
+        context.load_cert_chain(creds.cert_file, creds.key_file)
+    elif creds.cert_data:
+        load_cert_chain_data(context, creds.cert_data, creds.key_data)
+
+
+def _decode_data(data_b64: str) -> bytes:
+    return base64.b64decode("".join(data_b64.split()), validate=True)
 
 
 def load_kubeconfig(path: str, context: str | None = None) -> ClusterCredentials:
     """Resolve the current (or given) context of a kubeconfig into server and credentials.
 
-    Raises KubeconfigError naming what is wrong, without contacting the cluster.
+    Raises KubeconfigError naming what is wrong, without contacting the cluster: the
+    certificates and key are loaded into a TLS context once, so an unusable one is reported
+    here and not at the first request.
     """
     try:
         with open(path, encoding="utf-8") as fh:
@@ -97,20 +126,22 @@ def load_kubeconfig(path: str, context: str | None = None) -> ClusterCredentials
     server = cluster.get("server")
     if not server:
         raise KubeconfigError(f"kubeconfig {path}: cluster {ctx.get('cluster')!r} has no server")
-    temp_dir = tempfile.mkdtemp(prefix="kubesched-kubeconfig-")
 
-    def file_or_data(obj: dict, file_key: str, data_key: str, suffix: str) -> str | None:
-        if obj.get(data_key):
-            try:
-                return _materialise(obj[data_key], suffix, temp_dir)
-            except (ValueError, TypeError):
-                raise KubeconfigError(f"kubeconfig {path}: {data_key} is not valid base64") from None
-        if obj.get(file_key):
-            resolved = os.path.join(base, obj[file_key])
-            if not os.access(resolved, os.R_OK):
-                raise KubeconfigError(f"kubeconfig {path}: {file_key} {resolved} is not readable")
-            return resolved
-        return None
+    def data(obj: dict, data_key: str) -> bytes | None:
+        if not obj.get(data_key):
+            return None
+        try:
+            return _decode_data(obj[data_key])
+        except (binascii.Error, ValueError, TypeError):
+            raise KubeconfigError(f"kubeconfig {path}: {data_key} is not valid base64") from None
+
+    def file(obj: dict, file_key: str, data_key: str) -> str | None:
+        if obj.get(data_key) or not obj.get(file_key):  # as client-go: the data wins
+            return None
+        resolved = os.path.join(base, obj[file_key])
+        if not os.access(resolved, os.R_OK):
+            raise KubeconfigError(f"kubeconfig {path}: {file_key} {resolved} is not readable")
+        return resolved
 
     token = user.get("token")
     if not token and user.get("tokenFile"):
@@ -119,15 +150,25 @@ def load_kubeconfig(path: str, context: str | None = None) -> ClusterCredentials
                 token = fh.read().strip()
         except OSError as err:
             raise KubeconfigError(f"kubeconfig {path}: tokenFile: {err.strerror}") from None
-    return ClusterCredentials(
+    creds = ClusterCredentials(
         server=server.rstrip("/"),
-        ca_file=file_or_data(cluster, "certificate-authority", "certificate-authority-data", ".crt"),
+        ca_file=file(cluster, "certificate-authority", "certificate-authority-data"),
+        ca_data=data(cluster, "certificate-authority-data"),
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
-        cert_file=file_or_data(user, "client-certificate", "client-certificate-data", ".crt"),
-        key_file=file_or_data(user, "client-key", "client-key-data", ".key"),
+        cert_file=file(user, "client-certificate", "client-certificate-data"),
+        cert_data=data(user, "client-certificate-data"),
+        key_file=file(user, "client-key", "client-key-data"),
+        key_data=data(user, "client-key-data"),
         token=token,
         tls_server_name=cluster.get("tls-server-name"),
     )
+    if creds.server.startswith("https"):
+        try:
+            tls_config_for(creds)
+        except (ssl.SSLError, OSError, ValueError) as err:
+            raise KubeconfigError(f"kubeconfig {path}: the certificate authority, client certificate or key "
+                                  f"cannot be used: {err}") from None
+    return creds
 
 
 class TokenBucket:
@@ -163,9 +204,16 @@ class TokenBucket:
 class ApiClient:
     """Raw-JSON access to the endpoints a scheduler needs."""
 
+    host = "none"  # the rest_client_* host label: the server's host:port
+    # Where this client's rest_client_* figures go: the metrics of this process, or (in the
+    # watch process, apiproc.py) a record for the scheduler process.
+    record_request = staticmethod(restclient_metrics.record)
+    record_throttle = staticmethod(restclient_metrics.record_throttle)
+
     def __init__(self, creds: ClusterCredentials, qps: float = 50, burst: int = 100,
                  pool_size: int = 64, user_agent: str = "kubesched", timeout: float = 30.0):
         self.server = creds.server
+        self.host = restclient_metrics.host_of(creds.server)
         self.limiter = TokenBucket(qps, burst)
         self.timeout = timeout
         self._timeout = urllib3.Timeout(connect=5.0, read=timeout)  # shared: one per request costs CPU
@@ -177,18 +225,12 @@ class ApiClient:
                                                            status=0, raise_on_status=False)}
         if self.server.startswith("https"):
             if creds.insecure:
-                kwargs["cert_reqs"] = ssl.CERT_NONE
                 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-            else:
-                kwargs["cert_reqs"] = ssl.CERT_REQUIRED
-                if creds.ca_file:
-                    kwargs["ca_certs"] = creds.ca_file
-            if creds.cert_file:
-                kwargs["cert_file"] = creds.cert_file
-                kwargs["key_file"] = creds.key_file
+            kwargs["ssl_context"] = tls_config_for(creds)
             if creds.tls_server_name:
                 kwargs["server_hostname"] = creds.tls_server_name
         self.pool = urllib3.PoolManager(num_pools=4, **kwargs)
+        restclient_metrics.transport_created()
 
     @classmethod
     def from_kubeconfig(cls, path: str, qps: float = 50, burst: int = 100, **kwargs: Any) -> "ApiClient":
@@ -198,12 +240,28 @@ class ApiClient:
 
     def request(self, method: str, path: str, body: Any = None, params: dict | None = None,
                 content_type: str = "application/json", timeout: float | None = None) -> dict:
-        self.limiter.accept()
+        self._throttle(method)
         data = None if body is None else jsoncodec.dumps(body)
-        status, payload = self.perform(method, path, data, params, content_type, timeout)
+        started = time.monotonic()
+        try:
+            status, payload = self.perform(method, path, data, params, content_type, timeout)
+        except BaseException:
+            self.record_request(method, self.host, restclient_metrics.NO_ANSWER, time.monotonic() - started,
+                                len(data) if data is not None else 0, -1)
+            raise
+        self.record_request(method, self.host, str(status), time.monotonic() - started,
+                            len(data) if data is not None else 0, len(payload))
         if status >= 300:
             raise _api_error(status, payload)
         return jsoncodec.loads(payload) if payload else {}
+
+    def _throttle(self, method: str) -> None:
+        """Take a token (client-go's tryThrottle), and say how long that took when there is a limit."""
+        if self.limiter.unlimited:
+            return
+        started = time.monotonic()
+        self.limiter.accept()
+        self.record_throttle(method, self.host, time.monotonic() - started)
 
     def perform(self, method: str, path: str, data: bytes | None, params: dict | None, content_type: str,
                 timeout: float | None, user_agent: str | None = None) -> tuple[int, bytes]:
@@ -254,14 +312,21 @@ class ApiClient:
         Raises WatchExpired on 410 Gone (from the response or an ERROR event), ApiError on
         other failures; a clean server-side timeout simply ends the iteration.
         """
-        self.limiter.accept()
+        self._throttle("GET")
         params = {"watch": "1", "resourceVersion": resource_version,
                   "timeoutSeconds": str(timeout_seconds)}
         if bookmarks:
             params["allowWatchBookmarks"] = "true"
-        resp = self.pool.request("GET", f"{self.server}{path}?{urlencode(params)}",
-                                 headers=self.headers, preload_content=False,
-                                 timeout=urllib3.Timeout(connect=5.0, read=timeout_seconds + 30))
+        started = time.monotonic()
+        try:
+            resp = self.pool.request("GET", f"{self.server}{path}?{urlencode(params)}",
+                                     headers=self.headers, preload_content=False,
+                                     timeout=urllib3.Timeout(connect=5.0, read=timeout_seconds + 30))
+        except BaseException:
+            self.record_request("GET", self.host, restclient_metrics.NO_ANSWER, time.monotonic() - started, 0, -1)
+            raise
+        # The stream's length is not known: the answer counts, its size does not (as client-go's watch).
+        self.record_request("GET", self.host, str(resp.status), time.monotonic() - started, 0, -1)
         try:
             if resp.status == 410:
                 raise WatchExpired(resp.data.decode(errors="replace"))

@@ -3,47 +3,33 @@
 A bound pod goes to the cache; a pending pod this scheduler serves goes to the queue; a
 change a scheduling decision reads (a node's taints, labels, allocatable, conditions; a
 bound pod that leaves or shrinks) moves the unschedulable pods that care back to the queue.
+Every other resource some plugin registered events for reaches the queue through one
+dispatcher (add_all_event_handlers), whose ClusterEvents the plugins' QueueingHints judge.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Optional, Tuple
 
 from kubesched.backend.cache import SchedulerCache
-from kubesched.backend.informer import Informer
+from kubesched.backend.informers import RESOURCES, InformerRegistry, Resource
+from kubesched.backend.pod_groups import PodGroups
 from kubesched.backend.queue import SchedulingQueue
-from kubesched.backend.trim import resize_state, trim_metadata, trim_node, trim_pod
-from kubesched.backend.volumes import VolumeObjects
-from kubesched.client import ApiClient
+from kubesched.backend.trim import resize_state
+from kubesched.dra.manager import pods_affected_by_claim
 from kubesched.framework.interface import ActionType, ClusterEvent, EventResource, Status
-from kubesched.framework.types import PodInfo
+from kubesched.framework.types import PodInfo, assigned, is_terminal
 
 if TYPE_CHECKING:
     from kubesched.framework.runtime import Framework
 
-# Objects plugins read beside nodes and pods (namespace selectors of InterPodAffinity, the
-# default spreading constraints of PodTopologySpread), each kept by its own informer.
-OBJECT_PATHS = {
-    "namespaces": "/api/v1/namespaces",
-    "services": "/api/v1/services",
-    "replicationcontrollers": "/api/v1/replicationcontrollers",
-    "replicasets": "/apis/apps/v1/replicasets",
-    "statefulsets": "/apis/apps/v1/statefulsets",
-    "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
-}
-TERMINAL_PHASES = ("Succeeded", "Failed")
-# Storage objects (backend/volumes.py) as the cluster events the volume plugins register.
-STORAGE_EVENT_RESOURCES = {
-    "persistentvolumes": EventResource.PERSISTENT_VOLUME,
-    "persistentvolumeclaims": EventResource.PERSISTENT_VOLUME_CLAIM,
-    "storageclasses": EventResource.STORAGE_CLASS,
-    "csinodes": EventResource.CSI_NODE,
-    "csidrivers": EventResource.CSI_DRIVER,
-    "csistoragecapacities": EventResource.CSI_STORAGE_CAPACITY,
-    "volumeattachments": EventResource.VOLUME_ATTACHMENT,
-}
+# Which pods an event can concern at all, before any plugin's hint is asked: each of the many
+# claims the resourceclaim controller makes wakes only its own pod (dra/manager.py).
+PRE_CHECKS = {EventResource.RESOURCE_CLAIM: pods_affected_by_claim}
+# An informer's add, update and delete handlers (None: not wanted).
+Handlers = Tuple[Optional[Callable[[dict], None]], Optional[Callable[[dict, dict], None]],
+                 Optional[Callable[[dict], None]]]
 
 
 def node_scheduling_properties_change(old: dict, new: dict) -> ActionType:
@@ -68,27 +54,14 @@ def node_scheduling_properties_change(old: dict, new: dict) -> ActionType:
     return action
 
 
-def is_terminal(raw: dict) -> bool:
-    return (raw.get("status") or {}).get("phase") in TERMINAL_PHASES
-
-
-def assigned(raw: dict) -> bool:
-    return bool((raw.get("spec") or {}).get("nodeName"))
-
-
 class EventHandlers:
     """The Scheduler's informer side; scheduler.py assembles the attributes used here."""
 
-    client: ApiClient | None
     cache: SchedulerCache
     queue: SchedulingQueue
     frameworks: dict[str, Framework]
-    object_informers: dict[str, Informer]
-    node_informer: Informer | None
-    pod_informer: Informer | None
-    volumes: VolumeObjects
-    volume_resources: set[str]
-    extenders: list
+    informers: InformerRegistry
+    pod_groups: PodGroups | None = None  # with the GenericWorkload gate on
 
     def responsible_for(self, pod: PodInfo) -> bool:
         return pod.scheduler_name in self.frameworks
@@ -115,16 +88,9 @@ class EventHandlers:
                                                  old=raw)
         self.cache.remove_node((raw.get("metadata") or {}).get("name", ""))
 
-    def on_storage_event(self, resource: str, old: dict | None, new: dict | None) -> None:
-        """A PersistentVolume, claim, StorageClass or CSI object changed: requeue the pods
-        whose rejecting plugins registered the event (and whose QueueingHint agrees)."""
-        action = ActionType.ADD if old is None else ActionType.DELETE if new is None else ActionType.UPDATE
-        event_resource = STORAGE_EVENT_RESOURCES[resource]
-        self.queue.move_all_to_active_or_backoff(
-            ClusterEvent(event_resource, action, f"{event_resource.value.rpartition('/')[2]}{action.name.title()}"),
-            old=old, new=new)
-
     def on_pod_add(self, raw: dict) -> None:
+        if self.pod_groups is not None:
+            self.pod_groups.add_pod(raw)  # before the queue: PreEnqueue counts the group's pods
         if assigned(raw):
             if is_terminal(raw):
                 return
@@ -136,8 +102,16 @@ class EventHandlers:
         pod = PodInfo(raw)
         if self.responsible_for(pod) and not is_terminal(raw):
             self.queue.add(pod)
+        if pod.pod_group and self.pod_groups is not None:
+            # A new member may complete its gang (upstream sends UnscheduledPodAdd for every
+            # pod with the gate on; only GangScheduling's hint reads it, and it skips pods of
+            # no group, so those need no scan of the unschedulable pods).
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.ADD, "UnscheduledPodAdd"), new=raw)
 
     def on_pod_update(self, old_raw: dict, new_raw: dict) -> None:
+        if self.pod_groups is not None:
+            self.pod_groups.update_pod(new_raw)
         if assigned(new_raw):
             self._on_assigned_pod_update(old_raw, new_raw)
             return
@@ -186,6 +160,8 @@ class EventHandlers:
                 ClusterEvent(EventResource.ASSIGNED_POD, action, "AssignedPodUpdate"), old=old_raw, new=new_raw)
 
     def on_pod_delete(self, raw: dict) -> None:
+        if self.pod_groups is not None:
+            self.pod_groups.remove_pod(raw)
         pod = PodInfo(raw)
         if assigned(raw):
             self.queue.delete(pod)
@@ -210,79 +186,86 @@ class EventHandlers:
             ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"),
             pre_check=lambda other: other.priority <= priority, old=raw)
 
-    def _pdbs(self) -> list[dict]:
-        return self.list_objects("poddisruptionbudgets")
-
-    def list_objects(self, resource: str, namespace: str | None = None) -> list[dict]:
-        informer = self.object_informers.get(resource)
-        if informer is not None and informer.synced.is_set():
-            items = informer.list()
-        elif self.client is not None:
-            # Not watching (explain, tests): read the API directly.
-            items = self.client.list(OBJECT_PATHS[resource]).get("items") or []
-        else:
-            return []
-        if namespace is None:
-            return items
-        return [o for o in items if (o.get("metadata") or {}).get("namespace") == namespace]
-
     def current_pod(self, pod: PodInfo) -> dict | None:
-        """The pod as the informer last saw it (None once deleted); the pod itself when not watching."""
-        return self.pod_informer.get(pod.key) if self.pod_informer is not None else pod.raw
+        """The pod as the informer last saw it (None once deleted); the pod itself when the
+        pods are not listed (a replay that calls the handlers directly)."""
+        pods = self.informers.informer("pods")
+        return pods.store.get(pod.key) if pods.synced.is_set() else pod.raw
+
+    # -- the informers (upstream New's informer requests and addAllEventHandlers) ---------------
+
+    def plugin_informers(self, plugin_events: dict[str, list[ClusterEvent]]) -> set[str]:
+        """The resources the enabled plugins read (their INFORMERS) or registered events for."""
+        resources = {resource for fwk in self.frameworks.values() for plugin in fwk.plugins.values()
+                     for resource in getattr(plugin, "INFORMERS", ())}
+        watched_as = {spec.event: name for name, spec in RESOURCES.items()
+                      if spec.event is not None and not spec.as_update}
+        for events in plugin_events.values():
+            for event in events:
+                # Pod and node events come from the pod and node handlers; every other
+                # EventResource has its informer in RESOURCES (a unit test holds them together).
+                if event.resource not in (EventResource.NODE, EventResource.POD, EventResource.ASSIGNED_POD,
+                                          EventResource.UNSCHEDULED_POD, EventResource.WILDCARD):
+                    resources.add(watched_as[event.resource])
+        return resources
+
+    def add_all_event_handlers(self, plugin_events: dict[str, list[ClusterEvent]]) -> None:
+        """Pods and nodes to the cache and the queue; every other requested resource that a
+        plugin registered events for to the queue, as those events (upstream addAllEventHandlers
+        and buildEvtResHandler)."""
+        self.informers.add_event_handler("pods", self.on_pod_add, self.on_pod_update, self.on_pod_delete)
+        self.informers.add_event_handler("nodes", self.on_node_add, self.on_node_update, self.on_node_delete)
+        registered: dict[EventResource, ActionType] = {}
+        for events in plugin_events.values():
+            for event in events:
+                registered[event.resource] = registered.get(event.resource, ActionType(0)) | event.action
+        anything = registered.get(EventResource.WILDCARD, ActionType(0))
+        for name in self.informers.requested:
+            spec = RESOURCES[name]
+            if spec.event is None or spec.event in (EventResource.NODE, EventResource.POD):
+                continue
+            actions = registered.get(spec.event, ActionType(0)) | anything
+            if actions:
+                self.informers.add_event_handler(name, *self._requeue_on(spec, actions))
+
+    def _requeue_on(self, spec: Resource, actions: ActionType) -> Handlers:
+        """Handlers that requeue the pods a change of the resource may help: those whose
+        rejecting plugins registered the event and whose QueueingHints agree."""
+        kind = spec.event
+        assert kind is not None
+        short = kind.value.rpartition("/")[2]
+        if spec.as_update:
+            if not actions & ActionType.UPDATE:
+                return None, None, None
+            changed = ClusterEvent(kind, ActionType.UPDATE, f"{short}Update")
+
+            def on_change(*_objects: dict) -> None:
+                self.queue.move_all_to_active_or_backoff(changed)
+            return on_change, on_change, on_change
+        pre_check = PRE_CHECKS.get(kind)
+        added = ClusterEvent(kind, ActionType.ADD, f"{short}Add")
+        updated = ClusterEvent(kind, ActionType.UPDATE, f"{short}Update")
+        deleted = ClusterEvent(kind, ActionType.DELETE, f"{short}Delete")
+
+        def on_add(obj: dict) -> None:
+            self.queue.move_all_to_active_or_backoff(added, pre_check=pre_check(None, obj) if pre_check else None,
+                                                     new=obj)
+
+        def on_update(old: dict, new: dict) -> None:
+            self.queue.move_all_to_active_or_backoff(updated, pre_check=pre_check(old, new) if pre_check else None,
+                                                     old=old, new=new)
+
+        def on_delete(obj: dict) -> None:
+            self.queue.move_all_to_active_or_backoff(deleted, pre_check=pre_check(obj, None) if pre_check else None,
+                                                     old=obj)
+        return (on_add if actions & ActionType.ADD else None, on_update if actions & ActionType.UPDATE else None,
+                on_delete if actions & ActionType.DELETE else None)
 
     def start_informers(self, stop: threading.Event) -> None:
-        if self.client is None:
-            raise RuntimeError("start_informers needs an API client")
-        # Extenders are sent whole pods and nodes, as kube-scheduler sends them.
-        pod_transform, node_transform = (trim_metadata, trim_metadata) if self.extenders else (trim_pod, trim_node)
-        self.node_informer = Informer(self.client, "/api/v1/nodes", name="nodes", on_add=self.on_node_add,
-                                      on_update=self.on_node_update, on_delete=self.on_node_delete,
-                                      page_size=500, transform=node_transform).start(stop)
-        self.pod_informer = Informer(self.client, "/api/v1/pods", name="pods", on_add=self.on_pod_add,
-                                     on_update=self.on_pod_update, on_delete=self.on_pod_delete,
-                                     page_size=500, transform=pod_transform).start(stop)
-        for resource, path in OBJECT_PATHS.items():
-            self.object_informers[resource] = Informer(
-                self.client, path, name=resource, on_add=_ignore, on_update=_ignore_update,
-                on_delete=_ignore, page_size=500).start(stop)
-        self.volumes.start(self.client, self.volume_resources, stop)
-        # Plugins that watch more (DynamicResources: claims, slices, classes) start their own
-        # informers, so they run only when a profile enables such a plugin.
-        for fwk in self.frameworks.values():
-            for plugin in fwk.plugins.values():
-                if hasattr(plugin, "start_informers"):
-                    self.object_informers.update(plugin.start_informers(self.client, stop, self.on_plugin_object_event))
-
-    def on_plugin_object_event(self, resource: str, action: str, old: dict | None, new: dict | None,
-                               pre_check: Callable[[PodInfo], bool] | None = None) -> None:
-        """A plugin's informer saw a change (a ResourceClaim update...): requeue the pods it may help
-        (pre_check, upstream's PreQueueingHint, narrows them to the pods the object concerns)."""
-        kind = {"resourceclaims": EventResource.RESOURCE_CLAIM, "resourceslices": EventResource.RESOURCE_SLICE,
-                "deviceclasses": EventResource.DEVICE_CLASS}.get(resource, EventResource.WILDCARD)
-        self.queue.move_all_to_active_or_backoff(
-            ClusterEvent(kind, {"Add": ActionType.ADD, "Delete": ActionType.DELETE}.get(action, ActionType.UPDATE),
-                         f"{kind.value}{action}"), pre_check=pre_check, old=old, new=new)
+        self.informers.start(stop)
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for informer in (self.node_informer, self.pod_informer, *self.object_informers.values()):
-            if informer is None:
-                return False
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not informer.synced.wait(remaining):
-                return False
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        return self.volumes.wait_synced(remaining)
+        return self.informers.wait_for_cache_sync(timeout)
 
     def caches_synced(self) -> bool:
-        informers = (self.node_informer, self.pod_informer, *self.object_informers.values())
-        return len(self.object_informers) >= len(OBJECT_PATHS) and all(
-            i is not None and i.synced.is_set() for i in informers) and self.volumes.synced()
-
-
-def _ignore(_obj: dict) -> None:
-    pass
-
-
-def _ignore_update(_old: dict, _new: dict) -> None:
-    pass
+        return self.informers.synced()

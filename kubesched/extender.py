@@ -11,10 +11,7 @@ because they become the pod's FailedScheduling event.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import ssl
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -24,6 +21,7 @@ import urllib3
 from kubesched import jsoncodec, klog
 from kubesched.framework.interface import MAX_NODE_SCORE, Code, Status
 from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.transport import load_cert_chain_data
 
 # DefaultExtenderTimeout in v1.37's extender.go.
 DEFAULT_EXTENDER_TIMEOUT = 5.0
@@ -146,16 +144,7 @@ def _load_client_cert(context: ssl.SSLContext, tls: Any) -> None:
     if tls.cert_file:
         context.load_cert_chain(tls.cert_file, tls.key_file or None)
         return
-    # load_cert_chain reads files only: the PEM data lives in a private directory for an instant.
-    directory = tempfile.mkdtemp(prefix="kubesched-extender-")
-    try:
-        cert, key = os.path.join(directory, "tls.crt"), os.path.join(directory, "tls.key")
-        for path, data in ((cert, tls.cert_data), (key, tls.key_data)):
-            with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as fh:
-                fh.write(data)
-        context.load_cert_chain(cert, key if tls.key_data else None)
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    load_cert_chain_data(context, tls.cert_data, tls.key_data or None)
 
 
 class HTTPExtender:

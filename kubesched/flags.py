@@ -1,9 +1,11 @@
 """kube-scheduler v1.37's command line, flag for flag.
 
 Every flag `kube-scheduler --help` lists is accepted, so a unit file or static-pod manifest
-written for kube-scheduler runs kubesched unchanged. A flag keeps upstream's meaning where
-kubesched has the feature; where it has not, the flag is parsed (a malformed value is still an
-error, as upstream) and named in one warning line at start-up, never a failure.
+written for kube-scheduler runs kubesched unchanged, and each has a help text (upstream's
+where kubesched does the same). A flag keeps upstream's meaning where kubesched has the
+feature; where it has not, the flag is parsed (a malformed value is still an error, as
+upstream) and named in one warning line at start-up, never a failure. --feature-gates is
+judged as kube-scheduler judges it (features.py): a gate it refuses is refused.
 
 Spelling follows Go's pflag: `--flag value`, `--flag=value`, a bare `--bool-flag`, `-v 2`,
 and `_` in a flag name read as `-` (kube-scheduler's word-separator normalisation).
@@ -85,12 +87,6 @@ def _int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
 
 
-def _feature_gates(text: str) -> dict:
-    """`Name=true,...`, each name optionally after a component and a colon (`kube:Name=true`)."""
-    gates = _key_values(_bool, "[component:]Name=true|false")(text)
-    return {name.split(":", 1)[-1]: value for name, value in gates.items()}
-
-
 def _log_format(text: str) -> str:
     if text not in ("text", "json"):
         raise argparse.ArgumentTypeError(f"format {text!r} is not one of text, json")
@@ -106,99 +102,210 @@ class FlagError(ValueError):
     pass
 
 
-def _add(parser: argparse.ArgumentParser, name: str, *, kind: str = "string", default=None, help_: str = "",
-         short: str = "") -> None:
+def _add(parser, name: str, help_: str, *, kind: str = "string", default=None, short: str = "") -> None:
+    """One flag with kube-scheduler's name, type and help text; a flag kubesched ignores says so
+    and why at the end of its help."""
     dest = name.replace("-", "_")
     names = [f"-{short}", f"--{name}"] if short else [f"--{name}"]
+    if name in UNSUPPORTED:
+        help_ += f" [kubesched: accepted and ignored: {UNSUPPORTED[name]}]"
+    help_ = help_.replace("%", "%%")  # argparse formats help with %
     if kind == "bool":
         parser.add_argument(*names, dest=dest, type=_bool, nargs="?", const=True, default=default, metavar="BOOL",
                             help=help_)
         return
     types = {"string": str, "int": int, "float": float, "duration": _duration, "strings": _string_list,
-             "featureGates": _feature_gates, "stringToString": _key_values(str, "key=value"),
-             "int32Slice": _int_list, "format": _log_format}
-    action = "append" if kind == "append" else "store"
-    parser.add_argument(*names, dest=dest, type=types.get(kind, str), default=default, action=action, help=help_)
+             "stringToString": _key_values(str, "key=value"), "int32Slice": _int_list, "format": _log_format}
+    action = "append" if kind in ("append", "featureGates") else "store"
+    parser.add_argument(*names, dest=dest, type=types.get(kind, str), default=default, action=action, help=help_,
+                        metavar=kind.upper() if kind != "featureGates" else "[COMPONENT:]NAME=BOOL,...")
+
+
+USAGE = """kubesched [flags]
+       kubesched validate-config FILE [--kubeconfig FILE]
+       kubesched explain NAMESPACE/POD [--config FILE] [--kubeconfig FILE]
+       kubesched whatif --config NEW [--current CURRENT] [--kubeconfig FILE] [-o json] [--sample N] [--seed S]"""
+COMMANDS = """A Kubernetes scheduler with kube-scheduler v1.37's framework, plugins, configuration, flags and
+behaviour.
+
+Commands:
+  (none)           run the scheduler, with kube-scheduler's flags (below); every kube-scheduler
+                   flag is accepted, and those kubesched ignores say so
+  validate-config  check a KubeSchedulerConfiguration as --config would (its plugins, their args,
+                   extenders, the kubeconfig), without contacting the cluster, and exit
+  explain          show why a pending pod fits each node or not, what its volumes and resource
+                   claims are bound or allocated to, and how the feasible nodes score
+  whatif           show how a proposed configuration would place the cluster's pending and running
+                   pods next to the current one, and which plugin changed each decision; writes nothing
+  Run `kubesched validate-config --help`, `kubesched explain --help` or `kubesched whatif --help`
+  for their flags."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="kubesched", description="A Kubernetes scheduler with kube-scheduler's framework, plugins, "
-                "configuration, flags and behaviour.", allow_abbrev=False)
-    # misc
-    _add(p, "config", default="", help_="path to a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1)")
-    _add(p, "master", default="", help_="the API server's address (overrides the kubeconfig's server)")
-    _add(p, "write-config-to", default="", help_="write the effective configuration to this file and exit")
-    # secure serving
-    _add(p, "bind-address", default="0.0.0.0")
-    _add(p, "secure-port", kind="int", default=10259, help_="HTTPS port for /healthz, /livez, /readyz, /metrics "
-         "(0 picks a free port)")
-    _add(p, "cert-dir", default="", help_="where a self-signed kube-scheduler.{crt,key} is kept when no "
-         "--tls-cert-file is given")
-    _add(p, "tls-cert-file", default="")
-    _add(p, "tls-private-key-file", default="")
-    _add(p, "tls-min-version", default="", help_="VersionTLS12 (default) or VersionTLS13 (also VersionTLS10/11)")
-    _add(p, "tls-cipher-suites", kind="strings", default=[], help_="Go cipher suite names")
-    _add(p, "tls-curve-preferences", kind="int32Slice", default=[])
-    _add(p, "tls-sni-cert-key", kind="append", default=[])
-    _add(p, "permit-port-sharing", kind="bool", default=False, help_="SO_REUSEPORT on the secure port")
-    _add(p, "permit-address-sharing", kind="bool", default=False, help_="SO_REUSEADDR (always set by kubesched)")
-    _add(p, "http2-max-streams-per-connection", kind="int", default=0)
-    _add(p, "disable-http2-serving", kind="bool", default=False, help_="kubesched serves HTTP/1.1 only in any case")
-    # authentication
-    _add(p, "authentication-kubeconfig", default="", help_="kubeconfig for TokenReviews (default: in-cluster, "
-         "else the scheduler's kubeconfig)")
-    _add(p, "authentication-skip-lookup", kind="bool", default=False,
-         help_="do not read missing CAs from kube-system/extension-apiserver-authentication")
-    _add(p, "authentication-token-webhook-cache-ttl", kind="duration", default=10.0)
-    _add(p, "authentication-tolerate-lookup-failure", kind="bool", default=True)
-    _add(p, "client-ca-file", default="", help_="client certificates signed by this CA authenticate as CN/O")
-    _add(p, "requestheader-client-ca-file", default="")
-    _add(p, "requestheader-allowed-names", kind="strings", default=[])
-    _add(p, "requestheader-username-headers", kind="strings", default=["x-remote-user"])
-    _add(p, "requestheader-group-headers", kind="strings", default=["x-remote-group"])
-    _add(p, "requestheader-extra-headers-prefix", kind="strings", default=["x-remote-extra-"])
-    _add(p, "requestheader-uid-headers", kind="strings", default=[])
-    # authorization
-    _add(p, "authorization-kubeconfig", default="", help_="kubeconfig for SubjectAccessReviews (default: "
-         "in-cluster, else the scheduler's kubeconfig)")
-    _add(p, "authorization-always-allow-paths", kind="strings", default=["/healthz", "/readyz", "/livez"])
-    _add(p, "authorization-webhook-cache-authorized-ttl", kind="duration", default=10.0)
-    _add(p, "authorization-webhook-cache-unauthorized-ttl", kind="duration", default=10.0)
-    # deprecated (honoured only without --config, as upstream)
-    _add(p, "kubeconfig", default="", help_="kubeconfig, used when the configuration's clientConnection.kubeconfig "
-         "is empty")
-    _add(p, "kube-api-qps", kind="float")
-    _add(p, "kube-api-burst", kind="int")
-    _add(p, "kube-api-content-type")
-    _add(p, "profiling", kind="bool")
-    _add(p, "contention-profiling", kind="bool")
-    _add(p, "pod-max-in-unschedulable-pods-duration", kind="duration", default=300.0)
-    # leader election (override the configuration file)
-    _add(p, "leader-elect", kind="bool", help_="override leaderElection.leaderElect (default true)")
-    for name in ("lease-duration", "renew-deadline", "retry-period"):
-        _add(p, f"leader-elect-{name}")
-    for name in ("resource-lock", "resource-name", "resource-namespace"):
-        _add(p, f"leader-elect-{name}")
-    # feature gates
-    _add(p, "feature-gates", kind="featureGates", default={})
-    _add(p, "emulated-version", kind="strings", default=[])
-    _add(p, "min-compatibility-version", kind="strings", default=[])
-    # metrics
-    _add(p, "allow-metric-labels", kind="stringToString", default={})
-    _add(p, "allow-metric-labels-manifest", default="")
-    _add(p, "disabled-metrics", kind="strings", default=[])
-    _add(p, "show-hidden-metrics-for-version", default="")
-    # logs
-    _add(p, "logging-format", kind="format", default="text", help_="text (json is accepted and logged as text)")
-    _add(p, "log-flush-frequency", kind="duration", default=5.0)
-    _add(p, "log-json-info-buffer-size", default="0")
-    _add(p, "log-json-split-stream", kind="bool", default=False)
-    _add(p, "log-text-info-buffer-size", default="0")
-    _add(p, "log-text-split-stream", kind="bool", default=False)
-    p.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity (2: one line per decision)")
-    _add(p, "vmodule", default="")
-    p.add_argument("--version", nargs="?", const="true", default=None, metavar="true|raw",
-                   help="print the version and exit")
+    """kube-scheduler v1.37's flags in its groups, with its help texts (`kube-scheduler --help`)
+    where kubesched does the same, and kubesched's own words where it does not."""
+    p = _Parser(prog="kubesched", usage=USAGE, allow_abbrev=False,
+                formatter_class=argparse.RawDescriptionHelpFormatter, description=COMMANDS)
+    misc = p.add_argument_group("Misc flags")
+    _add(misc, "config", "The path to the configuration file (a KubeSchedulerConfiguration, "
+         "kubescheduler.config.k8s.io/v1).", default="")
+    _add(misc, "master", "The address of the Kubernetes API server (overrides any value in kubeconfig)", default="")
+    _add(misc, "write-config-to", "If set, write the configuration values to this file and exit.", default="")
+
+    serving = p.add_argument_group("Secure serving flags")
+    _add(serving, "bind-address", "The IP address on which to listen for the --secure-port port. If blank or an "
+         "unspecified address (0.0.0.0 or ::), all interfaces are used. (default 0.0.0.0)", default="0.0.0.0")
+    _add(serving, "secure-port", "The port on which to serve HTTPS (/healthz, /livez, /readyz, /metrics) with "
+         "authentication and authorization. kubesched: 0 picks a free port. (default 10259)", kind="int",
+         default=10259)
+    _add(serving, "cert-dir", "The directory where the TLS certs are located. If --tls-cert-file and "
+         "--tls-private-key-file are provided, this flag will be ignored. Without either, a self-signed pair "
+         "is made at start-up and kept in memory.", default="")
+    _add(serving, "tls-cert-file", "File containing the default x509 Certificate for HTTPS. (CA cert, if any, "
+         "concatenated after server cert). If HTTPS serving is enabled, and --tls-cert-file and "
+         "--tls-private-key-file are not provided, a self-signed certificate and key are generated for the public "
+         "address and saved to the directory specified by --cert-dir.", default="")
+    _add(serving, "tls-private-key-file", "File containing the default x509 private key matching --tls-cert-file.",
+         default="")
+    _add(serving, "tls-min-version", "Minimum TLS version supported. Possible values: VersionTLS10, VersionTLS11, "
+         "VersionTLS12, VersionTLS13 (default VersionTLS12)", default="")
+    _add(serving, "tls-cipher-suites", "Comma-separated list of cipher suites for the server, by their Go names "
+         "(TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...). If omitted, OpenSSL's default suites are used.",
+         kind="strings", default=[])
+    _add(serving, "tls-curve-preferences", "Comma-separated list of numeric Go crypto/tls CurveID values, as the "
+         "allowed key exchange mechanisms for the server.", kind="int32Slice", default=[])
+    _add(serving, "tls-sni-cert-key", "A pair of x509 certificate and private key file paths, optionally suffixed "
+         "with a list of domain patterns. Examples: \"example.crt,example.key\" or "
+         "\"foo.crt,foo.key:*.foo.com,foo.com\".", kind="append", default=[])
+    _add(serving, "permit-port-sharing", "If true, SO_REUSEPORT will be used when binding the port, which allows "
+         "more than one instance to bind on the same address and port. [default=false]", kind="bool", default=False)
+    _add(serving, "permit-address-sharing", "If true, SO_REUSEADDR will be used when binding the port. kubesched "
+         "always sets it. [default=false]", kind="bool", default=False)
+    _add(serving, "http2-max-streams-per-connection", "The limit that the server gives to clients for the maximum "
+         "number of streams in an HTTP/2 connection.", kind="int", default=0)
+    _add(serving, "disable-http2-serving", "If true, HTTP2 serving will be disabled. kubesched serves HTTP/1.1 "
+         "only in any case. [default=false]", kind="bool", default=False)
+
+    authn = p.add_argument_group("Authentication flags")
+    _add(authn, "authentication-kubeconfig", "kubeconfig file pointing at the 'core' kubernetes server with enough "
+         "rights to create tokenreviews.authentication.k8s.io. If empty: the in-cluster configuration, else "
+         "(kubesched) the scheduler's own kubeconfig.", default="")
+    _add(authn, "authentication-skip-lookup", "If false, the authentication-kubeconfig will be used to lookup "
+         "missing authentication configuration from the cluster.", kind="bool", default=False)
+    _add(authn, "authentication-token-webhook-cache-ttl", "The duration to cache responses from the webhook token "
+         "authenticator. (default 10s)", kind="duration", default=10.0)
+    _add(authn, "authentication-tolerate-lookup-failure", "If true, failures to look up missing authentication "
+         "configuration from the cluster are not considered fatal. Note that this can result in authentication "
+         "that treats all requests as anonymous. (default true)", kind="bool", default=True)
+    _add(authn, "client-ca-file", "If set, any request presenting a client certificate signed by one of the "
+         "authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of "
+         "the client certificate.", default="")
+    _add(authn, "requestheader-client-ca-file", "Root certificate bundle to use to verify client certificates on "
+         "incoming requests before trusting usernames in headers specified by --requestheader-username-headers.",
+         default="")
+    _add(authn, "requestheader-allowed-names", "List of client certificate common names to allow to provide "
+         "usernames in headers specified by --requestheader-username-headers. If empty, any client certificate "
+         "validated by the authorities in --requestheader-client-ca-file is allowed.", kind="strings", default=[])
+    _add(authn, "requestheader-username-headers", "List of request headers to inspect for usernames. X-Remote-User "
+         "is common. (default [x-remote-user])", kind="strings", default=["x-remote-user"])
+    _add(authn, "requestheader-group-headers", "List of request headers to inspect for groups. X-Remote-Group is "
+         "suggested. (default [x-remote-group])", kind="strings", default=["x-remote-group"])
+    _add(authn, "requestheader-extra-headers-prefix", "List of request header prefixes to inspect. X-Remote-Extra- "
+         "is suggested. (default [x-remote-extra-])", kind="strings", default=["x-remote-extra-"])
+    _add(authn, "requestheader-uid-headers", "List of request headers to inspect for UIDs. X-Remote-Uid is "
+         "suggested.", kind="strings", default=[])
+
+    authz = p.add_argument_group("Authorization flags")
+    _add(authz, "authorization-always-allow-paths", "A list of HTTP paths to skip during authorization, i.e. these "
+         "are authorized without contacting the 'core' kubernetes server. (default [/healthz,/readyz,/livez])",
+         kind="strings", default=["/healthz", "/readyz", "/livez"])
+    _add(authz, "authorization-kubeconfig", "kubeconfig file pointing at the 'core' kubernetes server with enough "
+         "rights to create subjectaccessreviews.authorization.k8s.io. If empty: the in-cluster configuration, "
+         "else (kubesched) the scheduler's own kubeconfig.", default="")
+    _add(authz, "authorization-webhook-cache-authorized-ttl", "The duration to cache 'authorized' responses from "
+         "the webhook authorizer. (default 10s)", kind="duration", default=10.0)
+    _add(authz, "authorization-webhook-cache-unauthorized-ttl", "The duration to cache 'unauthorized' responses "
+         "from the webhook authorizer. (default 10s)", kind="duration", default=10.0)
+
+    deprecated = p.add_argument_group("Deprecated flags")
+    ignored_with_config = "This parameter is ignored if a config file is specified in --config."
+    _add(deprecated, "contention-profiling", f"DEPRECATED: enable block profiling, if profiling is enabled. "
+         f"{ignored_with_config}", kind="bool")
+    _add(deprecated, "kube-api-burst", f"DEPRECATED: burst to use while talking with kubernetes apiserver. "
+         f"{ignored_with_config} (default 100)", kind="int")
+    _add(deprecated, "kube-api-content-type", f"DEPRECATED: content type of requests sent to apiserver. "
+         f"{ignored_with_config}")
+    _add(deprecated, "kube-api-qps", f"DEPRECATED: QPS to use while talking with kubernetes apiserver. "
+         f"{ignored_with_config} (default 50)", kind="float")
+    _add(deprecated, "kubeconfig", "DEPRECATED: path to kubeconfig file with authorization and master location "
+         "information. kubesched uses it whenever the configuration's clientConnection.kubeconfig is empty, with "
+         "--config too.", default="")
+    _add(deprecated, "pod-max-in-unschedulable-pods-duration", "DEPRECATED: the maximum time a pod can stay in "
+         "unschedulablePods. If a pod stays in unschedulablePods for longer than this value, the pod will be "
+         "moved from unschedulablePods to backoffQ or activeQ. (default 5m0s)", kind="duration", default=300.0)
+    _add(deprecated, "profiling", f"DEPRECATED: enable profiling via web interface host:port/debug/pprof/. "
+         f"{ignored_with_config}", kind="bool")
+
+    election = p.add_argument_group("Leader election flags")
+    _add(election, "leader-elect", "Start a leader election client and gain leadership before executing the main "
+         "loop. Enable this when running replicated components for high availability. (default true)", kind="bool")
+    _add(election, "leader-elect-lease-duration", "The duration that non-leader candidates will wait after "
+         "observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader "
+         "slot. This is only applicable if leader election is enabled. (default 15s)")
+    _add(election, "leader-elect-renew-deadline", "The interval between attempts by the acting master to renew a "
+         "leadership slot before it stops leading. This must be less than the lease duration. (default 10s)")
+    _add(election, "leader-elect-resource-lock", "The type of resource object that is used for locking during "
+         "leader election. Supported options are 'leases'. (default \"leases\")")
+    _add(election, "leader-elect-resource-name", "The name of resource object that is used for locking during "
+         "leader election. (default \"kube-scheduler\")")
+    _add(election, "leader-elect-resource-namespace", "The namespace of resource object that is used for locking "
+         "during leader election. (default \"kube-system\")")
+    _add(election, "leader-elect-retry-period", "The duration the clients should wait between attempting "
+         "acquisition and renewal of a leadership. (default 2s)")
+
+    gates = p.add_argument_group("Feature gate flags")
+    _add(gates, "feature-gates", "Comma-separated list of component:key=value pairs that describe feature gates. "
+         "If the component is not specified, defaults to \"kube\". This flag can be repeatedly invoked. Every "
+         "gate kube-scheduler v1.37 knows is accepted and an unknown one refused, as kube-scheduler refuses it; "
+         f"kubesched honours {', '.join(features.HONOURED)} and keeps v1.37's default for every other gate.",
+         kind="featureGates", default=[])
+    _add(gates, "emulated-version", "The versions different components emulate their capabilities (APIs, "
+         "features, ...) of. Options are: kube=1.37", kind="strings", default=[])
+    _add(gates, "min-compatibility-version", "The min version of control plane components the server should be "
+         "compatible with. Options are: kube=1.36..1.37", kind="strings", default=[])
+
+    metrics = p.add_argument_group("Metrics flags")
+    _add(metrics, "allow-metric-labels", "The map from metric-label to value allow-list of this label. The key's "
+         "format is <MetricName>,<LabelName>. The value's format is <allowed_value>,<allowed_value>...",
+         kind="stringToString", default={})
+    _add(metrics, "allow-metric-labels-manifest", "The path to the manifest file that contains the allow-list "
+         "mapping. Note that the flag --allow-metric-labels will override the manifest file.", default="")
+    _add(metrics, "disabled-metrics", "This flag provides an escape hatch for misbehaving metrics. You must provide "
+         "the fully qualified metric name in order to disable it.", kind="strings", default=[])
+    _add(metrics, "show-hidden-metrics-for-version", "The previous version for which you want to show hidden "
+         "metrics. The format is <major>.<minor>, e.g.: '1.16'.", default="")
+
+    logs = p.add_argument_group("Logs flags")
+    _add(logs, "log-flush-frequency", "Maximum number of seconds between log flushes (default 5s)",
+         kind="duration", default=5.0)
+    _add(logs, "log-json-info-buffer-size", "[Alpha] In JSON format with split output streams, the info messages "
+         "can be buffered for a while to increase performance.", default="0")
+    _add(logs, "log-json-split-stream", "[Alpha] In JSON format, write error messages to stderr and info messages "
+         "to stdout.", kind="bool", default=False)
+    _add(logs, "log-text-info-buffer-size", "[Alpha] In text format with split output streams, the info messages "
+         "can be buffered for a while to increase performance.", default="0")
+    _add(logs, "log-text-split-stream", "[Alpha] In text format, write error messages to stderr and info messages "
+         "to stdout.", kind="bool", default=False)
+    _add(logs, "logging-format", "Sets the log format. Permitted formats: \"json\", \"text\"; kubesched writes "
+         "klog's text format in both cases. (default \"text\")", kind="format", default="text")
+    logs.add_argument("-v", "--v", dest="verbosity", type=int, default=0, metavar="LEVEL",
+                      help="number for the log level verbosity (2: one line per scheduling decision)")
+    _add(logs, "vmodule", "comma-separated list of pattern=N settings for file-filtered logging (only works for "
+         "text log format)", default="")
+
+    global_flags = p.add_argument_group("Global flags")
+    global_flags.add_argument("--version", nargs="?", const="true", default=None, metavar="true|raw",
+                              help="--version, --version=raw prints version information and quits")
     return p
 
 
@@ -217,7 +324,8 @@ def normalise(argv: Sequence[str]) -> list[str]:
 
 
 def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
-    """(flags, warnings). Raises FlagError with pflag-like wording for a bad flag or value."""
+    """(flags, warnings). Raises FlagError with pflag-like wording for a bad flag or value, and
+    features.FeatureGateError with kube-scheduler's for --feature-gates it refuses."""
     args = build_parser().parse_args(normalise(argv))
     given = {a[2:].split("=", 1)[0] for a in normalise(argv) if a.startswith("--")}
     args.given = given
@@ -228,7 +336,10 @@ def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                             "the configuration file)")
         elif name in UNSUPPORTED and not _is_default_value(args, name):
             warnings.append(f"flag --{name} is accepted and ignored: {UNSUPPORTED[name]}")
-    for gate in features.ignored(args.feature_gates):
+    gates = features.parse_feature_gates(args.feature_gates)
+    args.feature_gates = gates.enabled
+    args.feature_gate_logs = gates.logs
+    for gate in features.ignored(gates.explicit):
         warnings.append(f"feature gate {gate} is accepted and ignored: kubesched honours only "
                         f"{', '.join(features.HONOURED)} and keeps v1.37's default for every other gate")
     if args.logging_format == "json":

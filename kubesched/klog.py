@@ -34,7 +34,9 @@ def V(level: int) -> bool:  # noqa: N802 - named as klog names it
 
 
 def _quote(value: Any) -> str:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, bool):  # as logr renders a Go bool
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
         return str(value)
     text = str(value)
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'

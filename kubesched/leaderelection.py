@@ -113,9 +113,6 @@ class LeaderElector:
     def is_leader(self) -> bool:
         return self.leading
 
-    def get_leader(self) -> str:
-        return (self.observed_record or {}).get("holderIdentity") or ""
-
     # -- the loops -----------------------------------------------------------------------
 
     def acquire(self) -> bool:

@@ -1,14 +1,19 @@
 """Prometheus metrics under kube-scheduler's names (pkg/scheduler/metrics/metrics.go).
 
 One registry for the process, so /metrics shows exactly the scheduler's series and tests can
-read values back with ``REGISTRY.get_sample_value``.
+read values back with ``REGISTRY.get_sample_value``; the process_* (process_collector.py) and
+rest_client_* (restclient_metrics.py) families join it.
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from kubesched.process_collector import ProcessTreeCollector
+
 REGISTRY = CollectorRegistry(auto_describe=True)
+# process_* as every Kubernetes component has them (component-base's legacyregistry).
+REGISTRY.register(ProcessTreeCollector())
 
 # Buckets as upstream: exponential from 1ms, factor 2, 15 buckets (and 20 for the SLI).
 _LATENCY_BUCKETS = tuple(0.001 * 2**i for i in range(15))
@@ -87,7 +92,7 @@ permit_wait_duration = Histogram(
     ["result"], buckets=_LATENCY_BUCKETS, registry=REGISTRY)
 
 cache_size = Gauge(
-    "scheduler_scheduler_cache_size",
+    "scheduler_cache_size",
     "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
     ["type"], registry=REGISTRY)
 
@@ -138,6 +143,34 @@ leader_election_master_status = Gauge(
     "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
     "1 indicates master. 'name' is the string used to identify the lease.",
     ["name"], registry=REGISTRY)
+
+# The pod group metrics: in the registry only with the GenericWorkload gate on, as upstream
+# registers them (register_generic_workload, called by the scheduler's assembly).
+podgroup_schedule_attempts = Counter(
+    "scheduler_podgroup_schedule_attempts_total",
+    "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could not "
+    "be scheduled, while 'error' means an internal scheduler problem.",
+    ["result", "profile"], registry=None)
+
+podgroup_scheduling_attempt_duration = Histogram(
+    "scheduler_podgroup_scheduling_attempt_duration_seconds", "Pod group scheduling attempt latency in seconds",
+    ["result", "profile"], buckets=_LATENCY_BUCKETS, registry=None)
+
+podgroup_scheduling_algorithm_duration = Histogram(
+    "scheduler_podgroup_scheduling_algorithm_duration_seconds", "Pod group scheduling algorithm latency in seconds",
+    buckets=_LATENCY_BUCKETS, registry=None)
+
+_GENERIC_WORKLOAD = (podgroup_schedule_attempts, podgroup_scheduling_attempt_duration,
+                     podgroup_scheduling_algorithm_duration)
+_generic_workload_registered = []
+
+
+def register_generic_workload() -> None:
+    """Put the pod group metrics in the registry (once per process)."""
+    if not _generic_workload_registered:
+        for metric in _GENERIC_WORKLOAD:
+            REGISTRY.register(metric)
+        _generic_workload_registered.append(True)
 
 
 def attempts_label(attempts: int) -> str:

@@ -12,22 +12,25 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
+import urllib3
+
 from kubesched import klog, metrics
 from kubesched.backend.cache import SchedulerCache
+from kubesched.backend.pod_groups import PodGroups
 from kubesched.backend.queue import Nominator, SchedulingQueue
 from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
-from kubesched.eventhandlers import assigned
 from kubesched.extender import EXTENDER_NAME, extender_scores, extenders_binding, find_nodes_that_pass_extenders
 from kubesched.framework.batch import UnrankedNodes, ranked_nodes
 from kubesched.framework.fit_error import Diagnosis, FitError, truncate_message
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, CycleState, EventResource, Status
 from kubesched.framework.snapshot import Snapshot
-from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.framework.types import NodeInfo, PodInfo, assigned
 
 if TYPE_CHECKING:
     from kubesched.framework.runtime import Framework
@@ -41,6 +44,14 @@ NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 # What a failure does to .status.nominatedNodeName (upstream NominatingInfo): None leaves it
 # as it is (ModeNoop), CLEAR_NOMINATION empties it, a node name sets it (ModeOverride).
 CLEAR_NOMINATION = ""
+# Failures that carry no answer from the API server: the request may have been carried out.
+# (The API writer process reports a lost connection as ChildLost, a ConnectionError.)
+NO_ANSWER = (OSError, TimeoutError, urllib3.exceptions.HTTPError)
+BIND_CHECK_ATTEMPTS = 3
+# The PodGroup condition the pod group cycle writes (scheduling/v1beta1 PodGroupInitiallyScheduled).
+POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled"
+# errPodGroupUnschedulable's text, which leads a member's message when its group was rejected.
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -159,12 +170,16 @@ class SchedulingCycle:
     _binding_goroutines: Any
     _attempt_metrics: dict[tuple[str, str], tuple[Any, Any]]
     current_pod: Callable[[PodInfo], dict | None]  # eventhandlers.EventHandlers.current_pod
+    pod_groups: PodGroups | None = None  # with the GenericWorkload gate on
 
     def schedule_one(self, pod: PodInfo) -> None:
         """Schedule one popped pod: the scheduling cycle here, the binding cycle on a worker."""
         fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is None or self._skip_pod_schedule(fwk, pod):
             self.queue.done(pod.uid)
+            return
+        if pod.pod_group and self.pod_groups is not None:
+            self.schedule_one_pod_group(fwk, pod)
             return
         if klog.V(3):
             klog.info("Attempting to schedule pod", pod=pod.key)
@@ -187,6 +202,187 @@ class SchedulingCycle:
         return self.cache.is_assumed(pod.uid) or self.cache.has_pod(pod.uid)
 
     # =========================================================================================
+    # The pod group cycle (GenericWorkload)
+    # =========================================================================================
+
+    def schedule_one_pod_group(self, fwk: Framework, first: PodInfo) -> None:
+        """Schedule a PodGroup's queued pods as one (upstream scheduleOnePodGroup with the
+        default algorithm, podGroupSchedulingDefaultAlgorithm): each pod is placed and assumed
+        in turn, GangScheduling's PlacementFeasible judges the group before the first and after
+        each; unless the group ends feasible every assumption is undone, so no pod of a gang
+        that cannot reach minCount keeps a place. PostFilter is not run for a member, as
+        upstream, which runs the group's PodGroupPostFilter instead (kubesched has its texts,
+        not the preemption for a group: framework/runtime.py)."""
+        assert self.pod_groups is not None
+        start = time.perf_counter()
+        namespace, name = first.namespace, first.pod_group
+        others = [uid for uid in self.pod_groups.member_uids(namespace, name) if uid != first.uid]
+        pods = [first]
+        for pod in self.queue.pop_pod_group_members(others):
+            if self._skip_pod_schedule(fwk, pod):
+                self.queue.done(pod.uid)
+                continue
+            pods.append(pod)
+        pod_group = self.pod_groups.pod_group(namespace, name)
+        other = next((pod for pod in pods if pod.scheduler_name != first.scheduler_name), None)
+        if other is not None:  # validatePodGroup
+            status = Status(Code.ERROR, "all pods in a single pod group should have the same .spec.schedulerName "
+                                        f'set, got: "{other.scheduler_name}" and "{first.scheduler_name}"')
+            for pod in pods:
+                self.handle_scheduling_failure(self.frameworks.get(pod.scheduler_name) or fwk, pod, status,
+                                               CLEAR_NOMINATION, start, group=(len(pods), False))
+            self._update_pod_group_condition(pod_group, status)
+            return
+        gang = fwk.plugins.get("GangScheduling") if pod_group is not None else None
+
+        def feasible(remaining: int, scheduled: int) -> Status | None:
+            return gang.placement_feasible(pod_group, remaining, scheduled) if gang is not None else None
+
+        if klog.V(3):
+            klog.info("Attempting to schedule pod group", podGroup=f"{namespace}/{name}", pods=len(pods))
+        remaining = self.pod_groups.unscheduled_pods_count(namespace, name)
+        scheduled = self.pod_groups.scheduled_pods_count(namespace, name)
+        group_status = feasible(remaining, scheduled)
+        # Upstream wraps a rejection before the first pod, or a Wait left at the end, in
+        # errPodGroupUnschedulable, whose text then leads the group's message; not one that
+        # ends the loop early.
+        wrapped = group_status is not None and group_status.code == Code.UNSCHEDULABLE
+        # (pod, its cycle state, its result, the assumed pod or None, its own failure or None)
+        results: list[tuple[PodInfo, CycleState, ScheduleResult, PodInfo | None, Status | None]] = []
+        if group_status is None or group_status.code == Code.WAIT:
+            for pod in pods:
+                state = CycleState()
+                result, assumed, status = self._place_group_member(fwk, state, pod)
+                results.append((pod, state, result, assumed, status))
+                if status is not None and not status.is_rejected():
+                    group_status = Status(Code.ERROR, f"failed to schedule other pod from a pod group: "
+                                                      f"{status.message()}", error=status.error)
+                    break
+                remaining -= 1
+                scheduled += assumed is not None
+                group_status = feasible(remaining, scheduled)
+                if group_status is not None and group_status.code == Code.UNSCHEDULABLE:
+                    break
+        metrics.podgroup_scheduling_algorithm_duration.observe(time.perf_counter() - start)
+        if group_status is not None and group_status.code == Code.WAIT:
+            wrapped = True
+            group_status = Status(Code.UNSCHEDULABLE, *group_status.reasons, plugin=group_status.plugin)
+        if group_status is not None and group_status.code == Code.UNSCHEDULABLE and pod_group is not None:
+            post_filter = fwk.run_pod_group_post_filter_plugins(pod_group, pods, len(results))
+            if post_filter.code == Code.ERROR:
+                group_status = post_filter  # applyPodGroupPostFilterResult: an error replaces the group's status
+            else:
+                reasons = ([POD_GROUP_UNSCHEDULABLE] if wrapped else []) + group_status.reasons
+                if post_filter.reasons:
+                    reasons.append(post_filter.message())
+                group_status = Status(Code.UNSCHEDULABLE, *reasons, plugin=group_status.plugin)
+        if group_status is None:
+            self._submit_pod_group(fwk, results, start)
+        else:
+            self._reject_pod_group(fwk, pods, results, group_status, start)
+        self._update_pod_group_condition(pod_group, group_status)
+        result = metrics.SCHEDULED if group_status is None else \
+            metrics.UNSCHEDULABLE if group_status.is_rejected() else metrics.ERROR
+        metrics.podgroup_schedule_attempts.labels(result, fwk.profile_name).inc()
+        metrics.podgroup_scheduling_attempt_duration.labels(result, fwk.profile_name).observe(
+            time.perf_counter() - start)
+
+    def _place_group_member(self, fwk: Framework, state: CycleState,
+                            pod: PodInfo) -> tuple[ScheduleResult, PodInfo | None, Status | None]:
+        """Filter, score, select, assume and Reserve one member (podGroupPodSchedulingAlgorithm)."""
+        algorithm_start = time.perf_counter()
+        try:
+            result = self.schedule_pod(fwk, state, pod)
+        except FitError as err:
+            return ScheduleResult(), None, Status(Code.UNSCHEDULABLE, str(err), error=err)
+        except Exception as err:  # noqa: BLE001 - as scheduling_cycle: every failure becomes a Status
+            return self._schedule_pod_failure(fwk, state, pod, err)
+        finally:
+            metrics.scheduling_algorithm_duration.observe(time.perf_counter() - algorithm_start)
+        assumed, status = self.assume_and_reserve(fwk, state, pod, result.suggested_host)
+        if assumed is None:
+            return ScheduleResult(), None, self._rejected_on(pod, result.suggested_host, status)
+        return result, assumed, None
+
+    def _submit_pod_group(self, fwk: Framework, results: list, start: float) -> None:
+        """The group is feasible: each placed member goes through Permit to its binding cycle;
+        a member that found no place fails alone."""
+        for pod, state, result, assumed, status in results:
+            if assumed is None:
+                self.handle_scheduling_failure(fwk, pod, status, CLEAR_NOMINATION, start, group=(len(results), True))
+                continue
+            host = result.suggested_host
+            status = self.run_permit(fwk, state, assumed, host)
+            if status is not None:
+                self.unreserve_and_forget(fwk, state, assumed, host)
+                self.handle_scheduling_failure(fwk, pod, self._rejected_on(pod, host, status), CLEAR_NOMINATION,
+                                               start, group=(len(results), True))
+                continue
+            with self.binds_lock:
+                self.binds_in_flight += 1
+                self._binding_goroutines.set(self.binds_in_flight)
+            self.bind_pool.submit(self.binding_cycle, fwk, state, pod, assumed, result, start)
+
+    def _reject_pod_group(self, fwk: Framework, pods: list[PodInfo], results: list, group_status: Status,
+                          start: float) -> None:
+        """The group cannot be placed: every assumption is undone, a placed member fails with the
+        group's message, one that found no place with its own (an error of the group's overrides
+        a member's rejection, as upstream's submitPodGroupAlgorithmResult); all of them return to
+        the queue as the group's attempt."""
+        for _pod, state, result, assumed, _status in reversed(results):
+            if assumed is not None:
+                self.unreserve_and_forget(fwk, state, assumed, result.suggested_host)
+        evaluated = {pod.uid: status for pod, _state, _result, _assumed, status in results}
+        for pod in pods:
+            own = evaluated.get(pod.uid)
+            if own is not None and (group_status.code == Code.ERROR) == (not own.is_rejected()):
+                self.handle_scheduling_failure(fwk, pod, own, CLEAR_NOMINATION, start, group=(len(pods), False))
+                continue
+            status = group_status
+            if group_status.is_rejected():
+                diagnosis = Diagnosis()
+                diagnosis.unschedulable_plugins = {"GangScheduling"}
+                status = Status(Code.UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE, group_status.message(),
+                                error=FitError(pod.key, self.snapshot.num_nodes(), diagnosis))
+            self.handle_scheduling_failure(fwk, pod, status, CLEAR_NOMINATION, start, group=(len(pods), False))
+
+    def _update_pod_group_condition(self, pod_group: dict | None, group_status: Status | None) -> None:
+        """PodGroupInitiallyScheduled on the PodGroup (updatePodGroupCondition): never turned
+        back to False once True; written only when it changes."""
+        if pod_group is None or self.client is None:
+            return
+        if group_status is None:
+            condition = {"type": POD_GROUP_SCHEDULED, "status": "True", "reason": "Scheduled", "message": ""}
+        else:
+            condition = {"type": POD_GROUP_SCHEDULED, "status": "False",
+                         "reason": "Unschedulable" if group_status.is_rejected() else "SchedulerError",
+                         "message": group_status.message()}
+        meta = pod_group.get("metadata") or {}
+        conditions = list((pod_group.get("status") or {}).get("conditions") or ())
+        existing = next((c for c in conditions if c.get("type") == POD_GROUP_SCHEDULED), None)
+        if existing is not None and (existing.get("status") == "True" and condition["status"] != "True"
+                                     or all(existing.get(k) == v for k, v in condition.items())):
+            return
+        condition["observedGeneration"] = meta.get("generation", 0)
+        condition["lastTransitionTime"] = existing.get("lastTransitionTime") \
+            if existing is not None and existing.get("status") == condition["status"] \
+            else datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        conditions = [c for c in conditions if c.get("type") != POD_GROUP_SCHEDULED] + [condition]
+        path = (f"/apis/scheduling.k8s.io/v1beta1/namespaces/{meta.get('namespace')}/podgroups/"
+                f"{meta.get('name')}/status")
+        client = self.client
+
+        def send() -> None:
+            try:
+                client.request("PATCH", path, {"status": {"conditions": conditions}},
+                               content_type="application/merge-patch+json")
+            except Exception as err:  # noqa: BLE001
+                klog.error("Failed to update PodGroup status", podGroup=f"{meta.get('namespace')}/{meta.get('name')}",
+                           err=str(err))
+
+        self.bind_pool.submit(send)
+
+    # =========================================================================================
     # The scheduling cycle
     # =========================================================================================
 
@@ -202,28 +398,53 @@ class SchedulingCycle:
             return self._schedule_pod_failure(fwk, state, pod, err)
         metrics.scheduling_algorithm_duration.observe(time.perf_counter() - start)
         host = result.suggested_host
+        assumed, status = self.assume_and_reserve(fwk, state, pod, host)
+        if assumed is None:
+            return ScheduleResult(), None, self._rejected_on(pod, host, status)
+        status = self.run_permit(fwk, state, assumed, host)
+        if status is None:
+            return result, assumed, None
+        self.unreserve_and_forget(fwk, state, assumed, host)
+        return ScheduleResult(), None, self._rejected_on(pod, host, status)
+
+    def assume_and_reserve(self, fwk: Framework, state: CycleState, pod: PodInfo,
+                           host: str) -> tuple[PodInfo | None, Status | None]:
+        """Assume the pod onto host in the cache and run Reserve: (the assumed pod, None), or
+        (None, the Status) with nothing left assumed."""
         try:
             assumed = self.cache.assume_pod(pod, host)
         except Exception as err:  # noqa: BLE001
-            return ScheduleResult(), None, Status(Code.ERROR, str(err), error=err)
+            return None, Status(Code.ERROR, str(err), error=err)
         self.nominator.delete_nominated_pod_if_exists(pod)
         status = fwk.run_reserve_plugins_reserve(state, assumed, host)
-        if status is None:
-            status, wait_times = fwk.run_permit_plugins(state, assumed, host)
-            if status is not None and status.code == Code.WAIT:
-                fwk.add_waiting_pod(assumed, wait_times)  # the binding cycle waits for its signal
-                status = None
-        if status is None:
-            return result, assumed, None
-        fwk.run_reserve_plugins_unreserve(state, assumed, host)  # as upstream's unreserveAndForget
+        if status is not None:
+            self.unreserve_and_forget(fwk, state, assumed, host)
+            return None, status
+        return assumed, None
+
+    def unreserve_and_forget(self, fwk: Framework, state: CycleState, assumed: PodInfo, host: str) -> None:
+        fwk.run_reserve_plugins_unreserve(state, assumed, host)
         self.cache.forget_pod(assumed)
-        if status.is_rejected():
-            diagnosis = Diagnosis()
-            diagnosis.node_to_status[host] = status
-            diagnosis.add_plugin_status(status)
-            fit = FitError(pod.key, 1, diagnosis)
-            status = Status(status.code, str(fit), plugin=status.plugin, error=fit)
-        return ScheduleResult(), None, status
+
+    @staticmethod
+    def run_permit(fwk: Framework, state: CycleState, assumed: PodInfo, host: str) -> Status | None:
+        """Permit; a pod asked to wait becomes a waiting pod, whose signal its binding cycle awaits."""
+        status, wait_times = fwk.run_permit_plugins(state, assumed, host)
+        if status is not None and status.code == Code.WAIT:
+            fwk.add_waiting_pod(assumed, wait_times)
+            return None
+        return status
+
+    @staticmethod
+    def _rejected_on(pod: PodInfo, host: str, status: Status) -> Status:
+        """A rejection on the chosen node, worded as a FitError over that one node."""
+        if not status.is_rejected():
+            return status
+        diagnosis = Diagnosis()
+        diagnosis.node_to_status[host] = status
+        diagnosis.add_plugin_status(status)
+        fit = FitError(pod.key, 1, diagnosis)
+        return Status(status.code, str(fit), plugin=status.plugin, error=fit)
 
     def _schedule_pod_failure(self, fwk: Framework, state: CycleState, pod: PodInfo,
                               err: Exception) -> tuple[ScheduleResult, None, Status]:
@@ -387,7 +608,7 @@ class SchedulingCycle:
         return feasible
 
     def prioritize_nodes(self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                         breakdown: dict[str, dict[str, int]] | None = None,
+                         breakdown: dict[str, Mapping[str, int]] | None = None,
                          raw_scores: dict[str, list[int]] | None = None) -> list[int]:
         if not fwk.has_score_plugins() and not self.extenders:
             return [1] * len(nodes)
@@ -439,8 +660,11 @@ class SchedulingCycle:
             metrics.binding_duration.observe(time.perf_counter() - bind_start)
             self._bind_finished()
         if status is not None and not status.is_success():
-            self.handle_binding_cycle_error(fwk, state, pod, assumed, host, status, start)
-            return
+            if not self._bound_all_the_same(status, assumed, host):
+                self.handle_binding_cycle_error(fwk, state, pod, assumed, host, status, start)
+                return
+            klog.info("The binding's answer was lost, but the pod is bound", pod=pod.key, node=host,
+                      err=status.message())
         fwk.event_recorder.eventf(pod.raw, "Normal", "Scheduled", "Binding",
                                   f"Successfully assigned {pod.namespace}/{pod.name} to {host}")
         if klog.V(2):
@@ -455,6 +679,26 @@ class SchedulingCycle:
             metrics.pod_scheduling_sli_duration.labels(metrics.attempts_label(pod.attempts)).observe(
                 max(0.0, time.time() - pod.initial_attempt_ts))
         fwk.run_post_bind_plugins(state, assumed, host)
+
+    def _bound_all_the_same(self, status: Status, pod: PodInfo, host: str) -> bool:
+        """A bind that failed for want of an answer (a connection reset or timed out after the
+        request may have left) can have been made all the same. Forgetting the assumed pod then
+        gives its room to the next pod before the watch shows the binding; the soak overcommitted
+        a node so. Ask the API server for the pod first (a few times: a reset rarely comes alone).
+        Upstream forgets at once (handleBindingCycleError)."""
+        if not isinstance(status.error, NO_ANSWER) or self.client is None:
+            return False
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        for attempt in range(BIND_CHECK_ATTEMPTS):
+            try:
+                current = self.client.get(path)
+            except Exception:  # noqa: BLE001 - no answer again: try once more, then forget as before
+                if attempt + 1 < BIND_CHECK_ATTEMPTS and not self.stop.wait(1.0):
+                    continue
+                return False
+            return ((current.get("metadata") or {}).get("uid") == pod.uid
+                    and (current.get("spec") or {}).get("nodeName") == host)
+        return False
 
     def _bind_finished(self) -> None:
         with self.binds_lock:
@@ -530,10 +774,11 @@ class SchedulingCycle:
         return series
 
     def handle_scheduling_failure(self, fwk: Framework, pod: PodInfo, status: Status, nominating: str | None,
-                                  start: float) -> None:
+                                  start: float, group: tuple[int, bool] | None = None) -> None:
         """Every failed attempt ends here (upstream handleSchedulingFailure). A FitError in
         status.error names the plugins whose events may make the pod schedulable; nominating
-        is what happens to its nominatedNodeName (see CLEAR_NOMINATION)."""
+        is what happens to its nominatedNodeName (see CLEAR_NOMINATION). group is (its size,
+        whether it was placed) for a member of a PodGroup's attempt, which returns as one."""
         rejected = status.is_rejected()
         reason = "Unschedulable" if rejected else "SchedulerError"
         attempts, duration = self._attempt_series(metrics.UNSCHEDULABLE if rejected else metrics.ERROR,
@@ -568,7 +813,10 @@ class SchedulingCycle:
             if fresh is not pod:
                 fresh.unschedulable_plugins = pod.unschedulable_plugins
                 fresh.pending_plugins = pod.pending_plugins
-            self.queue.add_unschedulable_if_not_present(fresh)
+            if group is None:
+                self.queue.add_unschedulable_if_not_present(fresh)
+            else:
+                self.queue.add_attempted_pod_group_member(fresh, rejected, group[0], without_backoff=group[1])
         # Upstream AddNominatedPod: an override sets or clears the in-memory nomination; a
         # no-op keeps what the pod's latest status names.
         node = nominating if nominating is not None else \

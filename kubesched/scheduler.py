@@ -19,11 +19,14 @@ from typing import Any
 
 from kubesched import features, klog, metrics
 from kubesched.backend.cache import SchedulerCache
-from kubesched.backend.informer import Informer
+from kubesched.backend.informers import InformerRegistry
+from kubesched.backend.pod_groups import PodGroups
 from kubesched.backend.queue import Nominator, SchedulingQueue
+from kubesched.backend.trim import trim_metadata, trim_node, trim_pod
 from kubesched.backend.volumes import VolumeObjects
 from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
+from kubesched.dra.manager import DRAManager
 from kubesched.eventhandlers import EventHandlers
 from kubesched.events import EventBroadcaster
 from kubesched.extender import build_extenders
@@ -31,7 +34,6 @@ from kubesched.framework.interface import ClusterEvent
 from kubesched.framework.runtime import Framework, build_frameworks
 from kubesched.framework.snapshot import Snapshot
 from kubesched.plugins.outoftree import full_registry
-from kubesched.plugins.signers import SIGNERS
 from kubesched.schedule_one import SchedulingCycle
 
 
@@ -48,22 +50,25 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self.nominator = Nominator()
         self.snapshot = Snapshot()
         self.broadcaster = EventBroadcaster(event_client or client, instance)
-        self.object_informers: dict[str, Informer] = {}
-        self.volumes = VolumeObjects()
+        # What plugins share, built once and reached through each profile's Handle (upstream New).
+        self.informers = InformerRegistry(client)
+        self.volumes = VolumeObjects(self.informers)
+        self.dra = DRAManager(self.informers)
         self.extenders = build_extenders(cfg.extenders)
+        # GenericWorkload (beta, off by default): the pods of each PodGroup, for GangScheduling
+        # and the pod group cycle; None keeps every pod on the one-pod path.
+        self.pod_groups = PodGroups(lambda key: self.informers.get("podgroups", key), self.cache.is_assumed) \
+            if self.feature_gates["GenericWorkload"] else None
+        if self.pod_groups is not None:
+            metrics.register_generic_workload()
         self.frameworks: dict[str, Framework] = {}
         for profile in cfg.profiles:
             self.frameworks.update(build_frameworks(
                 [profile], full_registry() if registry is None else registry, client=client,
-                nominator=self.nominator, extenders=self.extenders,
-                event_recorder=self.broadcaster.recorder(profile.scheduler_name),
-                parallelism=cfg.parallelism, pdb_lister=self._pdbs, object_lister=self.list_objects,
-                volumes=self.volumes, signers=SIGNERS if self.feature_gates["OpportunisticBatching"] else None))
-        # Storage objects are listed and watched only for the volume plugins a profile enables.
-        self.volume_resources: set[str] = {
-            resource for fwk in self.frameworks.values() for plugin in fwk.plugins.values()
-            for resource in getattr(plugin, "VOLUME_RESOURCES", ())}
-        self.volumes.handlers.append(self.on_storage_event)
+                informers=self.informers, volumes=self.volumes, dra=self.dra, nominator=self.nominator,
+                extenders=self.extenders, event_recorder=self.broadcaster.recorder(profile.scheduler_name),
+                parallelism=cfg.parallelism, batching=self.feature_gates["OpportunisticBatching"],
+                pod_groups=self.pod_groups))
         for fwk in self.frameworks.values():
             fwk.set_snapshot(self.snapshot)
         first = next(iter(self.frameworks.values()))
@@ -81,8 +86,12 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self._binding_goroutines = metrics.goroutines.labels("binding")  # resolved once, set per pod
         self._attempt_metrics: dict[tuple[str, str], tuple[Any, Any]] = {}
         self.stop = threading.Event()
-        self.node_informer: Informer | None = None
-        self.pod_informer: Informer | None = None
+        # Extenders are sent whole pods and nodes, as kube-scheduler sends them.
+        self.informers.request("nodes", trim_metadata if self.extenders else trim_node)
+        self.informers.request("pods", trim_metadata if self.extenders else trim_pod)
+        for resource in sorted(self.plugin_informers(plugin_events)):
+            self.informers.request(resource)
+        self.add_all_event_handlers(plugin_events)
 
     def run(self, stop: threading.Event) -> None:
         """Schedule pods until stop is set (call after the caches synced)."""

@@ -2,8 +2,10 @@
 
 Like kube-scheduler, it serves on --bind-address:--secure-port (default 0.0.0.0:10259) with
 --tls-cert-file/--tls-private-key-file, else a self-signed pair kept in --cert-dir, else one
-made at start-up. Every request is authenticated and authorized by kubesched.auth (delegated
-to the API server, as kube-scheduler's); health paths are always allowed by default.
+made at start-up. The pair is re-read when its files change (checked every second, where
+upstream's dynamiccertificates gets fsnotify events) and every minute regardless, and a
+new pair serves from the next handshake on; a pair that does not load keeps the one in use.
+Every request is authenticated and authorized by kubesched.auth (delegated to the API server, as kube-scheduler's); health paths are always allowed by default.
 
 No client can stall another: the accept loop only accepts; each connection's TLS handshake
 and requests run in that connection's own thread, under timeouts, so idle, slow or half-open
@@ -16,32 +18,35 @@ import datetime
 import ipaddress
 import json
 import os
+import shutil
 import socket
 import ssl
 import subprocess
 import tempfile
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Sequence
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from kubesched import klog
-from kubesched.auth import AuthenticationError, DelegatingAuthenticator, DelegatingAuthorizer
+from kubesched.auth import AuthenticationError, DelegatingAuthenticator, DelegatingAuthorizer, file_state
 from kubesched.metrics import REGISTRY
+from kubesched.transport import load_cert_chain_data
 
 HealthCheck = Callable[[], "str | None"]  # None when healthy, else the reason
 
 
-def self_signed_certificate(host: str, directory: str, pair_name: str = "kubesched") -> tuple[str, str]:
-    """Write a self-signed serving certificate for host, localhost and 127.0.0.1.
+def self_signed_certificate(host: str) -> tuple[bytes, bytes]:
+    """A self-signed serving certificate for host, localhost and 127.0.0.1: (cert PEM, key PEM).
 
     Uses the cryptography package, or the openssl command where it is not installed.
     """
     try:
         import cryptography  # noqa: F401
     except ImportError:
-        return _openssl_self_signed(host, directory, pair_name)
+        return _openssl_self_signed(host)
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -61,29 +66,37 @@ def self_signed_certificate(host: str, directory: str, pair_name: str = "kubesch
             .not_valid_after(now + datetime.timedelta(days=365))
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .sign(key, hashes.SHA256()))
-    cert_path = os.path.join(directory, f"{pair_name}.crt")
-    key_path = os.path.join(directory, f"{pair_name}.key")
-    with open(cert_path, "wb") as fh:
-        fh.write(cert.public_bytes(serialization.Encoding.PEM))
-    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                   serialization.NoEncryption()))
-    return cert_path, key_path
+    return (cert.public_bytes(serialization.Encoding.PEM),
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
 
 
-def _openssl_self_signed(host: str, directory: str, pair_name: str = "kubesched") -> tuple[str, str]:
-    cert_path = os.path.join(directory, f"{pair_name}.crt")
-    key_path = os.path.join(directory, f"{pair_name}.key")
+def _openssl_self_signed(host: str) -> tuple[bytes, bytes]:
     san = "DNS:localhost,IP:127.0.0.1," + (f"IP:{host}" if _is_ip(host) else f"DNS:{host}")
+    directory = tempfile.mkdtemp(prefix="kubesched-serving-")  # 0700, gone before we return
+    cert_path = os.path.join(directory, "tls.crt")
+    key_path = os.path.join(directory, "tls.key")
     try:
         subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                         "-nodes", "-days", "365", "-subj", f"/CN={host}@kubesched", "-addext",
                         f"subjectAltName={san}", "-keyout", key_path, "-out", cert_path],
                        check=True, capture_output=True, timeout=30)
+        with open(cert_path, "rb") as cert, open(key_path, "rb") as key:
+            return cert.read(), key.read()
     except (OSError, subprocess.SubprocessError) as err:
         raise OSError("cannot make a self-signed serving certificate (install the cryptography package or "
                       f"openssl, or pass --tls-cert-file and --tls-private-key-file): {err}") from None
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _write_pair(cert_dir: str, pair_name: str, cert_pem: bytes, key_pem: bytes) -> tuple[str, str]:
+    cert_path = os.path.join(cert_dir, f"{pair_name}.crt")
+    key_path = os.path.join(cert_dir, f"{pair_name}.key")
+    with open(cert_path, "wb") as fh:
+        fh.write(cert_pem)
+    with os.fdopen(os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+        fh.write(key_pem)
     return cert_path, key_path
 
 
@@ -133,13 +146,30 @@ TLS_VERSIONS = {"VersionTLS10": ssl.TLSVersion.TLSv1, "VersionTLS11": ssl.TLSVer
 HANDSHAKE_TIMEOUT_SECONDS = 32.0
 IDLE_TIMEOUT_SECONDS = 90.0
 LISTEN_BACKLOG = 1024  # socketserver's default of 5 drops connections under a burst of probes
+# Upstream's dynamiccertificates.FileRefreshDuration, and a stat of the two files per second.
+SERVING_REFRESH_SECONDS = 60.0
+SERVING_POLL_SECONDS = 1.0
 
 
 class ServingError(ValueError):
     """A serving flag is wrong (what to fix is in the message)."""
 
 
-def tls_context(cert_file: str, key_file: str, *, client_ca_pem: bytes = b"", min_version: str = "",
+class ServingPair:
+    """The serving certificate and key: files (--tls-cert-file, --cert-dir), or PEM kept in memory."""
+
+    def __init__(self, cert_file: str = "", key_file: str = "", cert_pem: bytes = b"", key_pem: bytes = b""):
+        self.cert_file, self.key_file = cert_file, key_file
+        self.cert_pem, self.key_pem = cert_pem, key_pem
+
+    def load_into(self, context: ssl.SSLContext) -> None:
+        if self.cert_file:
+            context.load_cert_chain(self.cert_file, self.key_file)
+        else:
+            load_cert_chain_data(context, self.cert_pem, self.key_pem)
+
+
+def tls_context(pair: ServingPair, *, client_ca_pem: bytes = b"", min_version: str = "",
                 cipher_suites: Sequence[str] = ()) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -159,27 +189,37 @@ def tls_context(cert_file: str, key_file: str, *, client_ca_pem: bytes = b"", mi
             except ssl.SSLError:
                 raise ServingError(f"--tls-cipher-suites: this OpenSSL ({ssl.OPENSSL_VERSION}) supports none of "
                                    f"{', '.join(cipher_suites)}; choose TLS 1.2 AEAD suites") from None
-    context.load_cert_chain(cert_file, key_file)
+    pair.load_into(context)
     if client_ca_pem:
         context.load_verify_locations(cadata=client_ca_pem.decode())
         context.verify_mode = ssl.CERT_OPTIONAL  # a certificate is one way in among others
     return context
 
 
-def serving_certificate(cert_file: str, key_file: str, cert_dir: str, bind_address: str) -> tuple[str, str]:
-    """--tls-cert-file/--tls-private-key-file, else kube-scheduler.{crt,key} in --cert-dir (made once), else temporary."""
+def serving_certificate(cert_file: str, key_file: str, cert_dir: str, bind_address: str) -> ServingPair:
+    """--tls-cert-file/--tls-private-key-file, else kube-scheduler.{crt,key} in --cert-dir (made
+    once), else a pair made now and kept in memory (MaybeDefaultWithSelfSignedCerts)."""
     if cert_file or key_file:
         if not (cert_file and key_file):
             raise ServingError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
-        return cert_file, key_file
+        return ServingPair(cert_file, key_file)
     host = bind_address if bind_address not in ("0.0.0.0", "::", "") else socket.gethostname()
     if cert_dir:
         pair = os.path.join(cert_dir, "kube-scheduler.crt"), os.path.join(cert_dir, "kube-scheduler.key")
         if all(os.path.exists(p) for p in pair):
-            return pair
+            return ServingPair(*pair)
         os.makedirs(cert_dir, mode=0o700, exist_ok=True)
-        return self_signed_certificate(host, cert_dir, "kube-scheduler")
-    return self_signed_certificate(host, tempfile.mkdtemp(prefix="kubesched-serving-"))
+        return ServingPair(*_write_pair(cert_dir, "kube-scheduler", *self_signed_certificate(host)))
+    cert_pem, key_pem = self_signed_certificate(host)
+    return ServingPair(cert_pem=cert_pem, key_pem=key_pem)
+
+
+def _read_pair(cert_file: str, key_file: str) -> tuple[bytes, bytes] | None:
+    try:
+        with open(cert_file, "rb") as cert, open(key_file, "rb") as key:
+            return cert.read(), key.read()
+    except OSError:
+        return None
 
 
 class HealthServer:
@@ -200,16 +240,46 @@ class HealthServer:
         self.permit_port_sharing = permit_port_sharing
         self.handshake_timeout = handshake_timeout
         self.idle_timeout = idle_timeout
-        cert_file, key_file = serving_certificate(cert_file, key_file, cert_dir, bind_address)
-        self._tls_settings = dict(cert_file=cert_file, key_file=key_file, min_version=tls_min_version,
-                                  cipher_suites=tls_cipher_suites)
+        self._tls_settings = dict(pair=serving_certificate(cert_file, key_file, cert_dir, bind_address),
+                                  min_version=tls_min_version, cipher_suites=tls_cipher_suites)
         self.context = tls_context(client_ca_pem=self.authenticator.trusted_ca_pem(), **self._tls_settings)
-        # Each connection reads self.context when it arrives: a reloaded CA applies to the next handshake.
+        # Each connection reads self.context when it arrives: a reloaded CA or serving pair
+        # applies to the next handshake.
         self.authenticator.add_listener(self._renew_tls_context)
+        self._pair: ServingPair = self._tls_settings["pair"]
+        self._serving_content = _read_pair(self._pair.cert_file, self._pair.key_file) if self._pair.cert_file else None
+        self._stop = threading.Event()
         self.httpd: ThreadingHTTPServer | None = None
 
-    def _renew_tls_context(self) -> None:
-        self.context = tls_context(client_ca_pem=self.authenticator.trusted_ca_pem(), **self._tls_settings)
+    def _renew_tls_context(self) -> bool:
+        try:
+            self.context = tls_context(client_ca_pem=self.authenticator.trusted_ca_pem(), **self._tls_settings)
+        except (OSError, ssl.SSLError, ValueError) as err:
+            klog.error("Cannot load the serving certificate and key; keeping the ones in use",
+                       cert=self._pair.cert_file, key=self._pair.key_file, err=str(err))
+            return False
+        return True
+
+    def check_serving_files(self) -> bool:
+        """Serve the pair in the files when their content changed (DynamicCertKeyPairContent's
+        loadCertKeyPair); True when a new pair now serves."""
+        content = _read_pair(self._pair.cert_file, self._pair.key_file)
+        if content is None or content == self._serving_content:
+            return False
+        if not self._renew_tls_context():
+            return False  # a pair caught half-written: the next change or refresh tries again
+        self._serving_content = content
+        klog.info("Loaded a new serving certificate", cert=self._pair.cert_file)
+        return True
+
+    def _watch_serving_files(self) -> None:
+        paths = (self._pair.cert_file, self._pair.key_file)
+        seen, refreshed = [file_state(p) for p in paths], time.monotonic()
+        while not self._stop.wait(SERVING_POLL_SECONDS):
+            state = [file_state(p) for p in paths]
+            if state != seen or time.monotonic() - refreshed >= SERVING_REFRESH_SECONDS:
+                seen, refreshed = state, time.monotonic()
+                self.check_serving_files()
 
     def trust_looked_up(self, client_ca_pem: bytes, request_header) -> None:
         """Take the CAs found in the cluster where the flags gave none (flags win where both are set)."""
@@ -252,9 +322,12 @@ class HealthServer:
         self.httpd = Server((self.bind_address, self.port), handler)
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, name="serving", daemon=True).start()
+        if self._pair.cert_file:  # a pair made in memory has no files to watch
+            threading.Thread(target=self._watch_serving_files, name="serving-cert-reloader", daemon=True).start()
         klog.info("Serving securely", address=f"{self.bind_address}:{self.port}")
 
     def stop(self) -> None:
+        self._stop.set()
         if self.httpd is not None:
             self.httpd.shutdown()
             self.httpd.server_close()

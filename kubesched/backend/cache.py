@@ -27,7 +27,7 @@ LEGACY_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
 # early would let the next pods overcommit its node.
 ASSUMED_POD_TTL = 0.0
 
-# scheduler_scheduler_cache_size's series, resolved once: every pod add, assume and forget sets
+# scheduler_cache_size's series, resolved once: every pod add, assume and forget sets
 # all three, and labels() takes a lock and a lookup each time (6 calls per scheduled pod).
 _CACHED_NODES = metrics.cache_size.labels("nodes")
 _CACHED_PODS = metrics.cache_size.labels("pods")

@@ -150,7 +150,7 @@ def reflect(client: ApiClient, path: str, name: str, stop: threading.Event, on_l
     while not stop.is_set():
         try:
             if need_list:
-                resource_version = _list(client, path, page_size, transform, on_list)
+                resource_version = list_into(client, path, page_size, transform, on_list)
                 need_list = False
                 retry = INITIAL_RETRY
             for event in client.watch(path, resource_version, timeout_seconds=watch_timeout):
@@ -183,7 +183,8 @@ def reflect(client: ApiClient, path: str, name: str, stop: threading.Event, on_l
             retry = min(retry * 2, MAX_RETRY)
 
 
-def _list(client: ApiClient, path: str, page_size: int, transform: Transform, on_list: ListSink) -> str:
+def list_into(client: ApiClient, path: str, page_size: int, transform: Transform, on_list: ListSink) -> str:
+    """List every page of path into on_list (transformed); the listing's resourceVersion."""
     pages = client.list_pages(path, page_size=page_size)
     page = next(pages)
     first = True

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import threading
 import time
 from typing import Any, Callable
@@ -39,7 +40,6 @@ GATED = "gated"
 EVENT_POD_ADD = "PodAdd"
 EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 EVENT_BACKOFF_COMPLETE = "BackoffComplete"
-EVENT_FORCE_ACTIVATE = "ForceActivate"
 EVENT_SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 
 
@@ -48,7 +48,7 @@ class QueuedPod:
     timestamp/attempts/unschedulable_plugins fields are kept current, since QueueSort reads them."""
 
     __slots__ = ("pod", "unschedulable_count", "consecutive_errors", "backoff_expiration",
-                 "gated_by", "where", "cycle", "unschedulable_since", "seq")
+                 "gated_by", "where", "cycle", "unschedulable_since", "seq", "group_size")
 
     def __init__(self, pod: PodInfo):
         self.pod = pod
@@ -60,6 +60,9 @@ class QueuedPod:
         self.cycle = 0
         self.unschedulable_since = 0.0
         self.seq = 0
+        # The size of the PodGroup it was last attempted with (0: attempted alone); a group's
+        # backoff is longer and never cut short (upstream's entity error backoff queue).
+        self.group_size = 0
 
 
 class _ActiveItem:
@@ -117,9 +120,6 @@ class Nominator:
             return []
         with self.lock:
             return list(self.by_node.get(node_name, {}).values())
-
-    def nominated_node_of(self, uid: str) -> str:
-        return self.node_of.get(uid, "")
 
     def has_nominated_pods(self) -> bool:
         return bool(self.by_node)
@@ -214,14 +214,16 @@ class SchedulingQueue:
     def backoff_time(self, entry: QueuedPod) -> float:
         if not entry.backoff_expiration:
             count = entry.consecutive_errors or entry.unschedulable_count
-            entry.backoff_expiration = entry.pod.timestamp + self.backoff_duration(count)
+            entry.backoff_expiration = entry.pod.timestamp + self.backoff_duration(count, entry.group_size)
         return entry.backoff_expiration
 
-    def backoff_duration(self, count: int) -> float:
-        """podInitialBackoffSeconds doubled per failure beyond the first, capped at the max."""
+    def backoff_duration(self, count: int, group_size: int = 0) -> float:
+        """podInitialBackoffSeconds doubled per failure beyond the first, capped at the max
+        (for a PodGroup the max times the square root of its size, calculateBackoffDuration)."""
         if count <= 0:
             return 0.0
-        return min(self.initial_backoff * 2 ** (count - 1), self.max_backoff)
+        cap = self.max_backoff * math.sqrt(group_size) if group_size > 1 else self.max_backoff
+        return min(self.initial_backoff * 2 ** (count - 1), cap)
 
     def _is_backing_off(self, entry: QueuedPod) -> bool:
         return self.backoff_time(entry) > self.clock()
@@ -292,14 +294,6 @@ class SchedulingQueue:
                 self._unplace(entry)
                 self._publish()
 
-    def activate(self, pods: list[PodInfo]) -> None:
-        """Move the given pods straight to activeQ (upstream Activate)."""
-        with self.cond:
-            for pod in pods:
-                entry = self.entries.get(pod.uid)
-                if entry is not None and entry.where != ACTIVE and not entry.gated_by:
-                    self._place(entry, ACTIVE, EVENT_FORCE_ACTIVATE)
-
     # -- the scheduling loop's side -------------------------------------------------------
 
     def pop(self, timeout: float | None = None) -> PodInfo | None:
@@ -316,17 +310,33 @@ class SchedulingQueue:
                 if wait is not None and wait <= 0:
                     return None
                 self.cond.wait(timeout=min(wait, 1.0) if wait is not None else 1.0)
-            self._unplace(entry)
-            self._publish()
             self.scheduling_cycle += 1
-            entry.cycle = self.scheduling_cycle
-            entry.backoff_expiration = 0.0
-            pod = entry.pod
-            pod.attempts += 1
-            if not pod.initial_attempt_ts:
-                pod.initial_attempt_ts = time.time()
-            self.in_flight[pod.uid] = entry
-            return pod
+            return self._take(entry)
+
+    def _take(self, entry: QueuedPod) -> PodInfo:
+        """Out of its place and in flight, in the current scheduling cycle."""
+        self._unplace(entry)
+        self._publish()
+        entry.cycle = self.scheduling_cycle
+        entry.backoff_expiration = 0.0
+        pod = entry.pod
+        pod.attempts += 1
+        if not pod.initial_attempt_ts:
+            pod.initial_attempt_ts = time.time()
+        self.in_flight[pod.uid] = entry
+        return pod
+
+    def pop_pod_group_members(self, uids: list[str]) -> list[PodInfo]:
+        """The pods among uids that wait in the queue (not gated), taken out with the member
+        just popped, in the same cycle: a PodGroup is scheduled as one (upstream queues it as
+        one QueuedPodGroupInfo), whichever of its pods an event moved first."""
+        with self.cond:
+            taken = []
+            for uid in uids:
+                entry = self.entries.get(uid)
+                if entry is not None and not (entry.where == UNSCHEDULABLE and entry.gated_by):
+                    taken.append(self._take(entry))
+            return taken
 
     def _pop_active(self) -> QueuedPod | None:
         while self.active_heap:
@@ -343,7 +353,7 @@ class SchedulingQueue:
             expiry, seq, entry = heapq.heappop(self.backoff_heap)
             if entry.where != BACKOFF or entry.seq != seq:
                 continue
-            if entry.consecutive_errors == 0:
+            if entry.consecutive_errors == 0 and not entry.group_size:
                 found = entry
                 break
             stash.append((expiry, seq, entry))
@@ -358,17 +368,25 @@ class SchedulingQueue:
             if entry is not None:
                 self.binding[uid] = entry
 
+    def _returned(self, pod: PodInfo) -> QueuedPod | None:
+        """The entry of a pod whose attempt ended (its in-flight one, carried over, or a new one),
+        or None when the pod is queued already. Called with the lock held."""
+        flying = self.in_flight.pop(pod.uid, None) or self.binding.pop(pod.uid, None)
+        if pod.uid in self.entries:
+            return None
+        entry = flying or QueuedPod(pod)
+        if flying is not None:
+            _carry(flying.pod, pod)
+        entry.pod = pod
+        return entry
+
     def add_unschedulable_if_not_present(self, pod: PodInfo, cycle: int | None = None) -> None:
         """Return a pod whose attempt failed: to backoffQ when it might fit now (an error, or
         a relevant event while it was being scheduled), else to the unschedulable pods."""
         with self.cond:
-            flying = self.in_flight.pop(pod.uid, None) or self.binding.pop(pod.uid, None)
-            if pod.uid in self.entries:
+            entry = self._returned(pod)
+            if entry is None:
                 return
-            entry = flying or QueuedPod(pod)
-            if flying is not None:
-                _carry(flying.pod, pod)
-            entry.pod = pod
             pod.timestamp = self.clock()
             entry.backoff_expiration = 0.0
             rejected = bool(pod.unschedulable_plugins or pod.pending_plugins)
@@ -382,6 +400,29 @@ class SchedulingQueue:
                 self._place(entry, BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)
             else:
                 self._place(entry, UNSCHEDULABLE, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+
+    def add_attempted_pod_group_member(self, pod: PodInfo, rejected: bool, group_size: int,
+                                       without_backoff: bool = False) -> None:
+        """Return a pod whose PodGroup was attempted (upstream AddAttemptedPodGroupIfNeeded):
+        never to the unschedulable pods to wait for an event, as a group carries no rejecting
+        plugin, but through PreEnqueue to backoff (the group's, counted per attempt) or, after
+        a group that was placed, straight to the active queue."""
+        with self.cond:
+            entry = self._returned(pod)
+            if entry is None:
+                return
+            entry.group_size = group_size
+            entry.backoff_expiration = 0.0
+            if without_backoff:
+                entry.unschedulable_count = entry.consecutive_errors = 0
+            else:
+                pod.timestamp = self.clock()
+                if rejected:
+                    entry.unschedulable_count += 1
+                    entry.consecutive_errors = 0
+                else:
+                    entry.consecutive_errors += 1
+            self._requeue(entry, EVENT_SCHEDULE_ATTEMPT_FAILURE)
 
     # -- cluster events -------------------------------------------------------------------
 

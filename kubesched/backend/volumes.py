@@ -1,6 +1,6 @@
 """The storage objects the volume plugins read: PersistentVolumes, claims, StorageClasses,
-CSINodes, CSIDrivers, CSIStorageCapacities and VolumeAttachments, each kept by an informer
-that starts only when an enabled plugin needs it (``VOLUME_RESOURCES`` of the plugin class).
+CSINodes, CSIDrivers, CSIStorageCapacities and VolumeAttachments, from the informers'
+stores (backend/informers.py; each is watched only when an enabled plugin declares it).
 
 PersistentVolumes and claims also carry upstream's assume cache
 (volumebinding/passive_assume_cache.go): VolumeBinding's Reserve records the binding it
@@ -12,23 +12,13 @@ Unreserve restores it.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
 
-from kubesched.backend.informer import Informer, object_key
+from kubesched.backend.informer import object_key
+from kubesched.backend.informers import InformerRegistry
 
-PATHS = {
-    "persistentvolumes": "/api/v1/persistentvolumes",
-    "persistentvolumeclaims": "/api/v1/persistentvolumeclaims",
-    "storageclasses": "/apis/storage.k8s.io/v1/storageclasses",
-    "csinodes": "/apis/storage.k8s.io/v1/csinodes",
-    "csidrivers": "/apis/storage.k8s.io/v1/csidrivers",
-    "csistoragecapacities": "/apis/storage.k8s.io/v1/csistoragecapacities",
-    "volumeattachments": "/apis/storage.k8s.io/v1/volumeattachments",
-}
+STORAGE_RESOURCES = ("persistentvolumes", "persistentvolumeclaims", "storageclasses", "csinodes", "csidrivers",
+                     "csistoragecapacities", "volumeattachments")
 BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
-
-# (resource, old or None, new or None): a storage object was added, updated or deleted.
-EventHandler = Callable[[str, "dict | None", "dict | None"], None]
 
 
 def _rv(obj: dict | None) -> str:
@@ -48,53 +38,28 @@ class OutOfSync(Exception):
 
 
 class VolumeObjects:
-    """Caches of the storage API objects, shared by every profile's volume plugins."""
+    """The storage objects, shared by every profile's volume plugins, with the PV/PVC
+    assume cache and the PersistentVolumes indexed by storage class."""
 
-    def __init__(self) -> None:
-        self.stores: dict[str, dict[str, dict]] = {resource: {} for resource in PATHS}
-        self.informers: dict[str, Informer] = {}
+    def __init__(self, informers: InformerRegistry) -> None:
+        self.stores = {resource: informers.store(resource) for resource in STORAGE_RESOURCES}
         self._assumed: dict[str, dict[str, dict]] = {"persistentvolumes": {}, "persistentvolumeclaims": {}}
         self._lock = threading.RLock()
         # PersistentVolumes by storage class (upstream's storageclass index), kept on events.
         self._pvs_by_class: dict[str, dict[str, dict]] = {}
-        self.handlers: list[EventHandler] = []
         # Counts the changes of every store, so that a reader can tell that nothing changed.
         self.generation = 0
+        for resource in STORAGE_RESOURCES:
+            informers.add_event_handler(
+                resource, on_add=lambda obj, r=resource: self._changed(r, None, obj),
+                on_update=lambda old, new, r=resource: self._changed(r, old, new),
+                on_delete=lambda obj, r=resource: self._changed(r, obj, None))
 
-    # -- feeding the caches ---------------------------------------------------------------
-
-    def start(self, client: Any, resources: set[str], stop: threading.Event) -> None:
-        """List and watch each resource (once); events reach ``handlers`` after the cache."""
-        for resource in sorted(resources):
-            if resource in self.informers:
-                continue
-            informer = Informer(
-                client, PATHS[resource], name=resource, page_size=500,
-                on_add=lambda obj, r=resource: self.apply(r, None, obj),
-                on_update=lambda old, new, r=resource: self.apply(r, old, new),
-                on_delete=lambda obj, r=resource: self.apply(r, obj, None))
-            self.informers[resource] = informer
-            informer.start(stop)
-
-    def synced(self) -> bool:
-        return all(i.synced.is_set() for i in self.informers.values())
-
-    def wait_synced(self, timeout: float | None) -> bool:
-        return all(i.synced.wait(timeout) for i in self.informers.values())
-
-    def apply(self, resource: str, old: dict | None, new: dict | None) -> None:
-        """One informer event (old None: added; new None: deleted). Also the unit tests' feed."""
-        obj = new if new is not None else old
-        if obj is None:
-            return
-        key = object_key(obj)
+    def _changed(self, resource: str, old: dict | None, new: dict | None) -> None:
+        """An informer event (old None: added; new None: deleted), after its store took it."""
+        key = object_key(new if new is not None else old)
         with self._lock:
             self.generation += 1
-            store = self.stores[resource]
-            if new is None:
-                store.pop(key, None)
-            else:
-                store[key] = new
             if resource == "persistentvolumes":
                 for by_class in self._pvs_by_class.values():
                     by_class.pop(key, None)
@@ -105,11 +70,6 @@ class VolumeObjects:
                 # mayExpire: a newer API object (or its deletion) replaces the assumed one.
                 if new is None or _rv(assumed[key]) != _rv(new):
                     del assumed[key]
-        for handler in self.handlers:
-            handler(resource, old, new)
-
-    def add(self, resource: str, obj: dict) -> None:
-        self.apply(resource, self.stores[resource].get(object_key(obj)), obj)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -178,9 +138,3 @@ class VolumeObjects:
             assumed = self._assumed[resource].get(key)
             if assumed is not None and _rv(assumed) == _rv(obj):
                 del self._assumed[resource][key]
-
-    def load(self, client: Any, resources: set[str]) -> None:
-        """List each resource once, without watching (for `kubesched explain`)."""
-        for resource in sorted(resources):
-            for obj in client.list(PATHS[resource], page_size=500).get("items") or ():
-                self.add(resource, obj)

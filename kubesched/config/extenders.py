@@ -7,8 +7,8 @@ from __future__ import annotations
 import base64
 import binascii
 
+from kubesched.api.names import is_extended_resource_name, qualified_name_error
 from kubesched.config.types import ExtenderConfig, ExtenderTLSConfig, ManagedResource
-from kubesched.framework.types import is_extended_resource_name
 
 
 class ExtenderConfigError(ValueError):
@@ -32,8 +32,6 @@ def _pem(raw: dict, key: str, path: str) -> bytes:
 
 def parse_extenders(raw_extenders: list[dict]) -> list[ExtenderConfig]:
     """ExtenderConfig per entry (already strictly decoded); ExtenderConfigError names the field."""
-    from kubesched.plugins.helper.selectors import qualified_name_error
-
     extenders = []
     binders = 0
     managed_names: set[str] = set()

@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from kubesched.config import default_plugins
+from kubesched.config.entrypoints import entry_point_names, unknown_plugin_message
 from kubesched.config.types import (
     API_VERSION,
     DEFAULT_SCHEDULER_NAME,
@@ -24,7 +26,6 @@ from kubesched.config.types import (
     Profile,
     parse_duration,
 )
-from kubesched.plugins import names as plugin_names
 
 # Upstream's MaxTotalScore is math.MaxInt64; a weight times MaxNodeScore must stay below it.
 MAX_WEIGHT = (2**63 - 1) // 100
@@ -148,10 +149,8 @@ def _plugin_names() -> tuple[frozenset[str], list[tuple[str, int]], frozenset[st
     """The plugin names a profile may use (in-tree, and out-of-tree by entry point name: read
     without importing them), the default profile, and the queueSort plugins (a seam: the unit
     tests put their fake plugins' names here)."""
-    from kubesched.plugins.entrypoints import entry_point_names
-
-    return (plugin_names.IN_TREE_PLUGINS | entry_point_names(), plugin_names.DEFAULT_PLUGINS,
-            plugin_names.QUEUE_SORT_PLUGINS)
+    return (default_plugins.IN_TREE_PLUGINS | entry_point_names(), default_plugins.DEFAULT_PLUGINS,
+            default_plugins.QUEUE_SORT_PLUGINS)
 
 
 def _plugin_set(raw: dict | None) -> PluginSet:
@@ -239,8 +238,6 @@ def _validate_profile_plugins(profile: Profile, raw: dict, known: frozenset[str]
 
 
 def _unknown_plugin(name: str, known: frozenset[str]) -> str:
-    from kubesched.plugins.entrypoints import unknown_plugin_message
-
     return unknown_plugin_message(name, known)
 
 
@@ -334,17 +331,19 @@ def _parse_extenders(cfg: KubeSchedulerConfiguration, raw_extenders: list[dict])
             profile.plugin_config["NodeResourcesFit"] = args
 
 
-def parse_config(raw: Any, source: str = "") -> KubeSchedulerConfiguration:
-    """Decode, default and validate an already-parsed YAML document."""
+def parse_config(raw: Any, source: str = "", feature_gates: dict[str, bool] | None = None
+                 ) -> KubeSchedulerConfiguration:
+    """Decode, default and validate an already-parsed YAML document; feature_gates (as
+    --feature-gates set them) decide the default profile, as upstream's v1 defaulting."""
     try:
-        return _parse(raw, source)
+        return _parse(raw, source, feature_gates or {})
     except ConfigError as err:
         if source and not err.source:
             raise ConfigError(err.field, err.message, source) from None
         raise
 
 
-def _parse(raw: Any, source: str) -> KubeSchedulerConfiguration:
+def _parse(raw: Any, source: str, feature_gates: dict[str, bool]) -> KubeSchedulerConfiguration:
     if not isinstance(raw, dict):
         raise ConfigError("", f"must be a YAML object with apiVersion {API_VERSION} and kind {KIND}")
     if raw.get("apiVersion") != API_VERSION:
@@ -372,9 +371,11 @@ def _parse(raw: Any, source: str) -> KubeSchedulerConfiguration:
     for key, attr in (("kubeconfig", "kubeconfig"), ("qps", "qps"), ("burst", "burst"),
                       ("contentType", "content_type"), ("acceptContentTypes", "accept_content_types")):
         _set(cc_raw, key, cfg.client_connection, attr)
-    _unused, default_plugins, _unused = _plugin_names()
+    _unused, defaults, _unused = _plugin_names()
+    if feature_gates.get("GenericWorkload"):
+        defaults = defaults + default_plugins.GENERIC_WORKLOAD_PLUGINS
     raw_profiles = raw.get("profiles") or [{}]
-    cfg.profiles = [_profile(p or {}, i, default_plugins) for i, p in enumerate(raw_profiles)]
+    cfg.profiles = [_profile(p or {}, i, defaults) for i, p in enumerate(raw_profiles)]
     _validate(cfg, raw)
     return cfg
 
@@ -385,7 +386,7 @@ def _set(raw: dict, key: str, obj: Any, attr: str) -> None:
         setattr(obj, attr, value)
 
 
-def load_config(path: str) -> KubeSchedulerConfiguration:
+def load_config(path: str, feature_gates: dict[str, bool] | None = None) -> KubeSchedulerConfiguration:
     """Read and validate the file at path; ConfigError says what to fix."""
     try:
         with open(path, encoding="utf-8") as fh:
@@ -399,4 +400,4 @@ def load_config(path: str) -> KubeSchedulerConfiguration:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise ConfigError("", f"not valid YAML{where}: {problem}", path) from None
-    return parse_config(raw, source=path)
+    return parse_config(raw, source=path, feature_gates=feature_gates)

@@ -21,10 +21,10 @@ import uuid
 from fractions import Fraction
 from typing import Any, Callable
 
+from kubesched.api.node_affinity import NodeSelector
 from kubesched.dra.capacity import CapacityError, consumed_capacity, format_quantity, request_fits
 from kubesched.dra.cel import CelError, SelectorCache, device_view
 from kubesched.framework.quantity import QuantityError, parse_quantity
-from kubesched.plugins.helper.node_affinity import NodeSelector
 
 ALLOCATION_RESULTS_MAX_SIZE = 32
 FIRST_AVAILABLE_MAX_SIZE = 8
@@ -302,6 +302,41 @@ class Allocator:
             return None
         search.done()
         return search
+
+    def device_availability(self, node: Any, claim: dict) -> list[tuple[str, str, int, int]]:
+        """For `kubesched explain`: per request of claim (each subrequest of a firstAvailable
+        list), (request, its device class, how many devices on node the class and the request
+        select, how many of those no claim holds and no untolerated taint keeps out). A class
+        that does not exist counts -1. Raises AllocationError for a broken selector."""
+        run = _Run(self, node, [claim])
+        pools = self.gather_pools(node)
+        out = []
+        for raw in (_spec(claim).get("devices") or {}).get("requests") or ():
+            if raw.get("firstAvailable"):
+                requests = [Request(sub, raw.get("name", "")) for sub in raw["firstAvailable"]]
+            else:
+                requests = [Request(raw.get("exactly") or {}, None)]
+                requests[0].name = raw.get("name", "")
+            for req in requests:
+                req.class_ = self.classes.get(req.class_name)
+                if req.class_ is None:
+                    out.append((req.full_name, req.class_name, -1, -1))
+                    continue
+                selected = free = 0
+                for pool in pools:
+                    for s in pool.slices:
+                        for index, device in enumerate(_spec(s).get("devices") or ()):
+                            if not run._selectable(req, 0, s, index, claim):
+                                continue
+                            selected += 1
+                            device_id = (pool.driver, pool.name, device.get("name"))
+                            held = device_id in self.allocated or (
+                                device_id in self.shared and not device.get("allowMultipleAllocations"))
+                            tainted = any(taint.get("effect") in TAINT_EFFECTS_PREVENTING_ALLOCATION and not any(
+                                tolerates(t, taint) for t in req.tolerations) for taint in device.get("taints") or ())
+                            free += not held and not tainted
+                out.append((req.full_name, req.class_name, selected, free))
+        return out
 
     def device_view(self, slice_: dict, index: int) -> dict:
         key = (id(slice_), index)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kubesched.api.names import is_extended_resource_name
 from kubesched.dra.manager import DEVICE_CLASS_PREFIX, DRAManager
 from kubesched.framework.quantity import QuantityError, parse_quantity
-from kubesched.framework.types import is_extended_resource_name
 
 SPECIAL_CLAIM_NAME = "<extended-resources>"
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"

@@ -1,7 +1,10 @@
 """What DynamicResources reads beside the snapshot (upstream's DRAManager and assume cache).
 
-Three informers (ResourceClaims, ResourceSlices, DeviceClasses of resource.k8s.io/v1), started
-only when a profile enables DynamicResources, and two overlays on the claims:
+The scheduler builds one manager (scheduler.py) and plugins reach it through their Handle.
+It reads ResourceSlices, DeviceClasses and DeviceTaintRules from the informers' stores and
+keeps its own copy of the ResourceClaims (as upstream's claim assume cache does), fed by the
+informers' events; those informers run only when a profile enables DynamicResources. Two
+overlays on the claims:
 - in-flight allocations: set in Reserve, cleared once PreBind wrote them (or Unreserve), so
   the next pod's allocator never hands out the same device;
 - assumed claims: the object PreBind got back from the API, kept until the informer has
@@ -9,31 +12,20 @@ only when a profile enables DynamicResources, and two overlays on the claims:
 
 The devices that allocated claims hold are counted as claims change (upstream's allocated
 devices tracker), not gathered from every claim in each PreFilter: with thousands of claims
-that gathering cost more than the allocation itself. Claims are written through put_claim,
-drop_claim, assume and restore, which keep the counts.
+that gathering cost more than the allocation itself. Claims change only through the claim
+events, assume and restore, which keep the counts.
 """
 
 from __future__ import annotations
 
 import threading
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
-from kubesched import klog
-from kubesched.backend.informer import Informer
-from kubesched.backend.trim import trim_metadata
-from kubesched.client import ApiError
 from kubesched.dra.cel import SelectorCache
 from kubesched.framework.quantity import QuantityError, parse_quantity
 
-API = "/apis/resource.k8s.io/v1"
-PATHS = {
-    "resourceclaims": f"{API}/resourceclaims",
-    "resourceslices": f"{API}/resourceslices",
-    "deviceclasses": f"{API}/deviceclasses",
-    "devicetaintrules": f"{API}/devicetaintrules",
-}
-
+API = "/apis/resource.k8s.io/v1"  # where PreBind writes claims
 
 DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
@@ -108,13 +100,27 @@ def add_shared_devices(claim: dict, shared: dict[tuple, dict[str, Fraction]]) ->
                 continue  # the API server validated it; nothing sensible to count otherwise
 
 
+class Informers(Protocol):
+    """What the manager needs of the scheduler's informer registry (backend/informers.py)."""
+
+    def store(self, resource: str) -> dict[str, dict]:
+        ...
+
+    def add_event_handler(self, resource: str, on_add: Callable[[dict], None] | None = None,
+                          on_update: Callable[[dict, dict], None] | None = None,
+                          on_delete: Callable[[dict], None] | None = None) -> None:
+        ...
+
+
 class DRAManager:
-    def __init__(self) -> None:
+    def __init__(self, informers: Informers) -> None:
         self.lock = threading.Lock()
         self.claims: dict[str, dict] = {}
-        self.slices: dict[str, dict] = {}
-        self.classes: dict[str, dict] = {}
-        self.taint_rules: dict[str, dict] = {}
+        # The informers' own stores, written by their thread: read them whole with one copy
+        # (list(), dict()) rather than iterating while an event may land.
+        self.slices = informers.store("resourceslices")
+        self.classes = informers.store("deviceclasses")
+        self.taint_rules = informers.store("devicetaintrules")
         self.assumed: dict[str, dict] = {}
         self.in_flight: dict[str, dict] = {}  # claim uid -> claim with its pending allocation
         # The devices held by allocated claims (assumed ones in place of the informer's), counted
@@ -125,94 +131,48 @@ class DRAManager:
         self._shares: dict[tuple, int] = {}
         self._shared: dict[tuple, dict[str, Fraction]] = {}
         self.cel = SelectorCache()
-        self.informers: dict[str, Informer] = {}
-        self.on_event: Callable[..., None] = lambda *a, **kw: None
         self._slices_list: list[dict] | None = None
         # Each node's pools as the allocator gathered them from _slices_list, dropped with it.
         self._pools: dict[str, tuple[dict, list]] = {}
         self._extended: dict[str, dict] | None = None
+        self._classes_changes = 0  # so that a table built from classes that changed meanwhile is not kept
+        informers.add_event_handler("resourceclaims", on_add=self._claim_added, on_update=self._claim_updated,
+                                    on_delete=self._claim_deleted)
+        for resource in ("resourceslices", "devicetaintrules"):
+            informers.add_event_handler(resource, on_add=self._slices_changed, on_update=self._slices_updated,
+                                        on_delete=self._slices_changed)
+        informers.add_event_handler("deviceclasses", on_add=self._classes_changed, on_update=self._classes_updated,
+                                    on_delete=self._classes_changed)
 
-    # --- informers ---------------------------------------------------------------------------
+    # --- informer events (after the informer's store took them) -----------------------------
 
-    def start(self, client: Any, stop: threading.Event,
-              on_event: Callable[[str, str, dict | None, dict | None], None]) -> dict[str, Informer]:
-        """Start the three informers once; on_event(resource, action, old, new) requeues pods."""
-        self.on_event = on_event
-        if self.informers:
-            return self.informers
-        stores = {"resourceclaims": self.claims, "resourceslices": self.slices, "deviceclasses": self.classes,
-                  "devicetaintrules": self.taint_rules}
-        for resource, path in PATHS.items():
-            store = stores[resource]
-            if not _served(client, path):
-                # An API server without this resource (resource.k8s.io off, or the
-                # DRADeviceTaintRules gate off) would keep the informer from ever syncing.
-                klog.error("DRA resource not served by the API server; DynamicResources goes without it",
-                           resource=resource)
-                continue
-            self.informers[resource] = Informer(
-                client, path, name=resource, page_size=500, transform=trim_metadata,
-                on_add=self._handler(resource, store, "Add"),
-                on_update=self._update_handler(resource, store),
-                on_delete=self._handler(resource, store, "Delete")).start(stop)
-        return self.informers
-
-    def _handler(self, resource: str, store: dict, action: str) -> Callable[[dict], None]:
-        def handle(obj: dict) -> None:
-            key = claim_key(obj) if resource == "resourceclaims" else (obj.get("metadata") or {}).get("name", "")
-            with self.lock:
-                if resource == "resourceclaims":
-                    if action == "Delete":
-                        self._drop_claim(key)
-                    else:
-                        self._put_claim(key, obj)
-                elif action == "Delete":
-                    store.pop(key, None)
-                else:
-                    store[key] = obj
-                if resource in ("resourceslices", "devicetaintrules"):
-                    self._slices_list = None
-                elif resource == "deviceclasses":
-                    self._extended = None
-            if resource == "devicetaintrules":
-                # A rule changes the taints of slices' devices: to the queue it is a slice update.
-                self.on_event("resourceslices", "Update", None, None)
-                return
-            old, new = (obj, None) if action == "Delete" else (None, obj)
-            if resource == "resourceclaims":
-                self.on_event(resource, action, old, new, pre_check=pods_affected_by_claim(old, new))
-                return
-            self.on_event(resource, action, old, new)
-        return handle
-
-    def _update_handler(self, resource: str, store: dict) -> Callable[[dict, dict], None]:
-        def handle(old: dict, new: dict) -> None:
-            key = claim_key(new) if resource == "resourceclaims" else (new.get("metadata") or {}).get("name", "")
-            with self.lock:
-                if resource == "resourceclaims":
-                    self._put_claim(key, new)
-                else:
-                    store[key] = new
-                if resource in ("resourceslices", "devicetaintrules"):
-                    self._slices_list = None
-                elif resource == "deviceclasses":
-                    self._extended = None
-            if resource == "resourceclaims":
-                self.on_event(resource, "Update", old, new, pre_check=pods_affected_by_claim(old, new))
-                return
-            self.on_event("resourceslices" if resource == "devicetaintrules" else resource, "Update", old, new)
-        return handle
-
-    # --- claims and the devices they hold ----------------------------------------------------------
-
-    def put_claim(self, claim: dict) -> None:
-        """A claim as the informer reports it (added or updated)."""
+    def _claim_added(self, claim: dict) -> None:
         with self.lock:
             self._put_claim(claim_key(claim), claim)
 
-    def drop_claim(self, key: str) -> None:
+    def _claim_updated(self, _old: dict, claim: dict) -> None:
+        self._claim_added(claim)
+
+    def _claim_deleted(self, claim: dict) -> None:
         with self.lock:
-            self._drop_claim(key)
+            self._drop_claim(claim_key(claim))
+
+    def _slices_changed(self, _obj: dict) -> None:
+        with self.lock:
+            self._slices_list = None
+
+    def _slices_updated(self, _old: dict, _new: dict) -> None:
+        self._slices_changed(_new)
+
+    def _classes_changed(self, _obj: dict) -> None:
+        with self.lock:
+            self._extended = None
+            self._classes_changes += 1
+
+    def _classes_updated(self, _old: dict, new: dict) -> None:
+        self._classes_changed(new)
+
+    # --- claims and the devices they hold ----------------------------------------------------------
 
     def _put_claim(self, key: str, claim: dict) -> None:
         self.claims[key] = claim
@@ -280,6 +240,7 @@ class DRAManager:
         if extended is None:
             with self.lock:
                 classes = list(self.classes.values())
+                seen = self._classes_changes
             extended = {}
             for cls in classes:
                 meta = cls.get("metadata") or {}
@@ -290,7 +251,9 @@ class DRAManager:
                 current = extended.get(resource)
                 if current is None or _wins(meta, current.get("metadata") or {}):
                     extended[resource] = cls
-            self._extended = extended
+            with self.lock:
+                if seen == self._classes_changes:
+                    self._extended = extended
         return extended.get(resource_name)
 
     def list_slices(self) -> list[dict]:
@@ -304,7 +267,7 @@ class DRAManager:
         with self.lock:
             if self._slices_list is None:
                 rules = list(self.taint_rules.values())
-                self._slices_list = [with_taint_rules(s, rules) if rules else s for s in self.slices.values()]
+                self._slices_list = [with_taint_rules(s, rules) if rules else s for s in list(self.slices.values())]
                 self._pools = {}
             return self._slices_list, self._pools
 
@@ -356,17 +319,6 @@ class DRAManager:
                 self._recount(key)
 
 
-def _served(client: Any, path: str) -> bool:
-    try:
-        client.get(path, params={"limit": 1})
-    except ApiError as err:
-        if err.status == 404:
-            return False
-    except Exception:  # noqa: BLE001 - unreachable now: the informer retries and says so
-        pass
-    return True
-
-
 def with_taint_rules(slice_: dict, rules: list[dict]) -> dict:
     """The slice, or a copy whose selected devices carry the rules' taints (applyPatches)."""
     spec = slice_.get("spec") or {}
@@ -387,16 +339,3 @@ def with_taint_rules(slice_: dict, rules: list[dict]) -> dict:
             target = patched["spec"]["devices"][index]
             target["taints"] = list(target.get("taints") or ()) + [rule["spec"].get("taint") or {}]
     return patched
-
-
-_managers: dict[int, DRAManager] = {}
-_managers_lock = threading.Lock()
-
-
-def manager_for(client: Any) -> DRAManager:
-    """One manager per API client, shared by the profiles of one scheduler."""
-    with _managers_lock:
-        manager = _managers.get(id(client))
-        if manager is None:
-            manager = _managers[id(client)] = DRAManager()
-        return manager

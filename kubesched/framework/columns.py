@@ -15,7 +15,7 @@ and the caller takes its per-node path.
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -88,21 +88,13 @@ class NodeColumns:
         return np.fromiter(index, dtype=np.int64, count=len(index))
 
 
-def node_columns(handle: Any) -> NodeColumns | None:
-    """The columns of the handle's current snapshot, or None without a snapshot."""
-    snapshot_of = getattr(handle, "snapshot", None)
-    if snapshot_of is None:
-        return None
-    snapshot = snapshot_of()
-    columns_of = getattr(snapshot, "columns", None)
-    return columns_of() if columns_of is not None else None
-
-
 _ROWS_KEY = "kubesched/NodeColumnsRows"
 
 
-def columns_and_rows(handle: Any, state: Any, nodes: list[NodeInfo]) -> tuple[NodeColumns, np.ndarray] | None:
-    """The handle's snapshot columns and the rows of nodes, or None (take the per-node path).
+def columns_and_rows(columns_of: Callable[[], NodeColumns], state: Any,
+                     nodes: list[NodeInfo]) -> tuple[NodeColumns, np.ndarray] | None:
+    """The snapshot's columns (columns_of: Snapshot.columns) and the rows of nodes, or None
+    (take the per-node path).
 
     Remembered in the cycle state for the last node list asked about: the score plugins of
     a cycle all get the same list of feasible nodes, and the snapshot does not change
@@ -111,8 +103,8 @@ def columns_and_rows(handle: Any, state: Any, nodes: list[NodeInfo]) -> tuple[No
     cached = state.get(_ROWS_KEY) if state is not None else None
     if cached is not None and cached[0] is nodes and cached[1] == len(nodes):
         return cached[2]
-    columns = node_columns(handle)
-    rows = columns.rows(nodes) if columns is not None else None
+    columns = columns_of()
+    rows = columns.rows(nodes)
     found = (columns, rows) if rows is not None else None
     if state is not None:
         state.write(_ROWS_KEY, (nodes, len(nodes), found))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -167,6 +167,7 @@ class EventResource(str, enum.Enum):
     CSI_DRIVER = "storage.k8s.io/CSIDriver"
     CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
     VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
+    POD_GROUP = "scheduling.k8s.io/PodGroup"
     WILDCARD = "*"
 
 
@@ -195,32 +196,7 @@ class ClusterEvent:
         return bool(self.action & other.action)
 
 
-class Handle(Protocol):
-    """What the runtime gives plugins: the snapshot, the API, the nominator, parallelism."""
-
-    def snapshot(self) -> Any:
-        ...
-
-    def client(self) -> Any:
-        ...
-
-    def parallelism(self) -> int:
-        ...
-
-
 @dataclass
 class NodeScore:
     name: str
     score: int = 0
-
-
-@dataclass
-class PluginConfigArgs:
-    """Raw pluginConfig args for one plugin, already defaulted by the config loader."""
-
-    name: str
-    args: dict[str, Any] = field(default_factory=dict)
-
-
-def plugin_names(plugins: Iterable[Any]) -> list[str]:
-    return [p.name for p in plugins]

@@ -1,24 +1,32 @@
 """One Framework per profile: builds its plugins and runs them per extension point.
 
 This is upstream's frameworkImpl (pkg/scheduler/framework/runtime/framework.go). It is also
-the Handle every plugin receives: the cycle's snapshot, the API client, the nominator, the
-event recorder and the helpers preemption needs.
+the Handle every plugin of the profile receives (framework/handle.py), with the plugin
+runners preemption needs working over the profile's own plugins.
 """
 
 from __future__ import annotations
 
 import operator
-import threading
 import time
-from functools import partial
+from collections.abc import Mapping
 from itertools import compress, repeat
 from typing import Any, Callable
 
 import numpy as np
 
 from kubesched import klog, metrics
+from kubesched.backend.informers import InformerRegistry
+from kubesched.backend.pod_groups import PodGroups
+from kubesched.backend.queue import Nominator
+from kubesched.backend.volumes import VolumeObjects
+from kubesched.client import ApiClient
 from kubesched.config.types import EXTENSION_POINT_METHODS, EXTENSION_POINTS, PluginRef, Profile
+from kubesched.dra.manager import DRAManager
+from kubesched.events import EventRecorder
+from kubesched.extender import HTTPExtender
 from kubesched.framework.batch import OpportunisticBatch, sign_pod
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -30,9 +38,8 @@ from kubesched.framework.interface import (
     PreFilterResult,
     Status,
 )
-from kubesched.framework.snapshot import Snapshot
 from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPodsMap, permit_outcome
+from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, permit_outcome
 
 
 class FrameworkError(ValueError):
@@ -44,112 +51,57 @@ class FrameworkError(ValueError):
         self.message = message
 
 
-class _NullNominator:
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        return []
-
-    def add_nominated_pod(self, pod: PodInfo, node_name: str) -> None:
-        pass
-
-    def delete_nominated_pod_if_exists(self, pod: PodInfo) -> None:
-        pass
-
-    def has_nominated_pods(self) -> bool:
-        return False
-
-
-class _NullRecorder:
-    def eventf(self, obj_raw: dict, type_: str, reason: str, action: str, message: str) -> None:
-        pass
-
-
 def _ordered_unique(names: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-class Framework:
+class Framework(Handle):
     """The plugins of one profile, ready to run. Also the plugins' Handle."""
 
-    def __init__(self, profile: Profile, registry: dict[str, type], *, client: Any = None,
-                 nominator: Any = None, event_recorder: Any = None, parallelism: int = 16,
-                 pdb_lister: Callable[[], list[dict]] | None = None,
-                 object_lister: Callable[[str, str | None], list[dict]] | None = None,
-                 volumes: Any = None, extenders: list[Any] | None = None,
-                 signers: dict[str, Callable[[Any, PodInfo], Any]] | None = None):
+    def __init__(self, profile: Profile, registry: dict[str, type], *, client: ApiClient | None = None,
+                 informers: InformerRegistry | None = None, volumes: VolumeObjects | None = None,
+                 dra: DRAManager | None = None, nominator: Nominator | None = None,
+                 event_recorder: EventRecorder | None = None, extenders: list[HTTPExtender] | None = None,
+                 parallelism: int = 16, batching: bool = False, pod_groups: PodGroups | None = None):
+        super().__init__(client=client, informers=informers, volumes=volumes, dra=dra, nominator=nominator,
+                         event_recorder=event_recorder, extenders=extenders, parallelism=parallelism,
+                         pod_groups=pod_groups)
         self.profile_name = profile.scheduler_name
-        # The scheduler's extenders (Handle.Extenders()): preemption asks them about victims.
-        self.extenders: list[Any] = extenders or []
-        self.waiting_pods = WaitingPodsMap()
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
-        self.client = client
-        self.nominator = nominator or _NullNominator()
-        self.event_recorder = event_recorder or _NullRecorder()
-        self.parallelism = parallelism
-        self._pdb_lister = pdb_lister or (lambda: [])
-        self._object_lister = object_lister or (lambda resource, namespace=None: [])
-        self._snapshot = Snapshot()
-        # The storage caches (backend/volumes.py VolumeObjects) the volume plugins read.
-        self.volumes = volumes
-        # Set when the scheduler stops; long waits in plugins (VolumeBinding's PreBind) end then.
-        self.stopping: Any = None
         self.plugins: dict[str, Any] = {}
         self.score_weights: dict[str, int] = {}
         self._duration_children: dict[tuple[str, str], Any] = {}
         self._build(profile, registry)
-        # OpportunisticBatching, on when given the in-tree plugins' signers (plugins/signers.py,
-        # passed by the scheduler when the feature gate is on): None when off.
-        self.batch: OpportunisticBatch | None = OpportunisticBatch(self) if signers is not None else None
-        self.signers = self._batchable_signers(signers) if signers is not None else None
+        # OpportunisticBatching (the feature gate, passed by the scheduler): None when off.
+        self.batch: OpportunisticBatch | None = OpportunisticBatch(self) if batching else None
+        self.signers = self._batchable_signers() if batching else None
 
-    def _batchable_signers(self, in_tree: dict[str, Callable[[Any, PodInfo], Any]]) -> list[Callable[[PodInfo], Any]] | None:
-        """The signers of the PreFilter, Filter, PreScore and Score plugins, or None when the
-        profile cannot sign pods: an extender, or a plugin without a signer (upstream
+    def _batchable_signers(self) -> list[Callable[[PodInfo], Any]] | None:
+        """The sign_pod of every PreFilter, Filter, PreScore and Score plugin, or None when the
+        profile cannot sign pods: an extender, or a plugin without sign_pod (upstream
         computeBatchablePlugins)."""
         if self.extenders:
             klog.info("Disabling signatures for profile because it has extenders configured.",
                       profile=self.profile_name)
             return None
-        signers: dict[str, Callable[[Any], Any]] = {}
+        signers: dict[str, Callable[[PodInfo], Any]] = {}
         unsupported = []
         for plugin in self.pre_filter_plugins + self.filter_plugins + self.pre_score_plugins + self.score_plugins:
             if plugin.name in signers or plugin.name in unsupported:
                 continue
-            own = getattr(plugin, "sign_pod", None)  # an out-of-tree plugin may sign pods itself
-            table = in_tree.get(plugin.name)
-            if own is not None:
-                signers[plugin.name] = own
-            elif table is not None:
-                signers[plugin.name] = partial(table, plugin)
+            if hasattr(plugin, "sign_pod"):
+                signers[plugin.name] = plugin.sign_pod
             else:
                 unsupported.append(plugin.name)
         if unsupported:
             klog.info("Disabling signatures for profile because plugins do not support it.",
                       profile=self.profile_name, plugins=unsupported)
             return None
-        # In the table's order (the plugins that may refuse first), out-of-tree signers last:
-        # the signature is the same in any order, and refusals come cheapest.
-        order = {name: position for position, name in enumerate(in_tree)}
-        return [signers[name] for name in sorted(signers, key=lambda name: order.get(name, len(order)))]
+        return list(signers.values())
 
     def sign_pod(self, pod: PodInfo) -> str | None:
         """The pod's signature for batching, or None (upstream SignPod)."""
         return sign_pod(self.signers, pod) if self.signers is not None else None
-
-    # -- Handle -----------------------------------------------------------------------------
-
-    def snapshot(self) -> Snapshot:
-        return self._snapshot
-
-    def set_snapshot(self, snapshot: Snapshot) -> None:
-        self._snapshot = snapshot
-
-    def pdb_lister(self) -> list[dict]:
-        return self._pdb_lister()
-
-    def list_objects(self, resource: str, namespace: str | None = None) -> list[dict]:
-        """Raw namespaces, services, replicationcontrollers, replicasets or statefulsets
-        (optionally of one namespace) from the informer caches."""
-        return self._object_lister(resource, namespace)
 
     # -- construction (NewFramework + expandMultiPointPlugins) -------------------------------
 
@@ -445,6 +397,28 @@ class Framework:
         finally:
             self._observe("PostFilter", final, start)
 
+    def run_pod_group_post_filter_plugins(self, pod_group: dict, members: list[PodInfo], evaluated: int) -> Status:
+        """Upstream RunPodGroupPostFilterPlugins over the PostFilter plugins that have a pod
+        group part (pod_group_post_filter); evaluated is how many members the cycle tried. A
+        plugin answers None for a case kubesched does not implement (preempting for a group),
+        and is then passed over."""
+        reasons: list[str] = []
+        rejector = ""
+        for plugin in self.post_filter_plugins:
+            if not hasattr(plugin, "pod_group_post_filter"):
+                continue
+            status = plugin.pod_group_post_filter(pod_group, members, evaluated)
+            if status is None:
+                continue
+            if status.is_success() or status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return status.with_plugin(plugin.name)
+            if status.code != Code.UNSCHEDULABLE:
+                return Status(Code.ERROR, f'error in "{plugin.name}" PodGroupPostFilter plugins: {status.message()}',
+                              plugin=plugin.name)
+            reasons += status.reasons
+            rejector = rejector or plugin.name
+        return Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+
     def run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status | None:
         start = time.perf_counter()
         failed: Status | None = None
@@ -463,7 +437,7 @@ class Framework:
             self._observe("PreScore", failed, start)
 
     def run_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                          breakdown: dict[str, dict[str, int]] | None = None,
+                          breakdown: dict[str, Mapping[str, int]] | None = None,
                           raw_scores: dict[str, list[int]] | None = None) -> list[int]:
         """Weighted total score per node, aligned with nodes. With breakdown, also record
         plugin -> node -> weighted score (for `kubesched explain`); with raw_scores, each
@@ -496,10 +470,11 @@ class Framework:
         return raw
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], raw_scores: dict[str, Any],
-                         breakdown: dict[str, dict[str, int]] | None = None) -> list[int]:
+                         breakdown: dict[str, Mapping[str, int]] | None = None) -> list[int]:
         """Normalise each plugin's raw scores of the nodes and sum them by weight. Raises ScoreError."""
         totals = np.zeros(len(nodes), dtype=np.int64)
         scores: list[NodeScore] | None = None
+        names: list[str] | None = None
         for plugin, weight in self.weighted_score_plugins:
             raw = raw_scores.get(plugin.name)
             if raw is None:
@@ -530,7 +505,9 @@ class Framework:
                                  f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")
             totals += values.astype(np.int64) * weight
             if breakdown is not None:
-                breakdown[plugin.name] = {node.name: int(v) * weight for node, v in zip(nodes, raw)}
+                if names is None:
+                    names = [node.name for node in nodes]
+                breakdown[plugin.name] = NodeScores(names, values.astype(np.int64) * weight)
         return totals.tolist()
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
@@ -586,37 +563,12 @@ class Framework:
         finally:
             self._observe("Permit", status, start)
 
-    # -- waiting pods (Handle: IterateOverWaitingPods, GetWaitingPod, RejectWaitingPod) ------
+    # -- waiting pods (the Handle reads them: framework/handle.py) -----------------------------
 
     def add_waiting_pod(self, pod: PodInfo, plugins_wait_time: dict[str, float]) -> WaitingPod:
         waiting = WaitingPod(pod, plugins_wait_time)
         self.waiting_pods.add(waiting)
         return waiting
-
-    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
-        return self.waiting_pods.get(uid)
-
-    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
-        self.waiting_pods.iterate(callback)
-
-    def reject_waiting_pod(self, uid: str) -> bool:
-        waiting = self.waiting_pods.get(uid)
-        return waiting.reject("", "removed") if waiting is not None else False
-
-    def will_wait_on_permit(self, pod: PodInfo) -> bool:
-        return self.waiting_pods.get(pod.uid) is not None
-
-    def wait_on_permit(self, pod: PodInfo) -> Status | None:
-        """Block until a waiting pod is allowed (None) or rejected; None at once for others.
-        The scheduler itself never blocks here: it resumes the binding cycle from
-        WaitingPod.on_done (see Scheduler._binding_cycle)."""
-        waiting = self.waiting_pods.get(pod.uid)
-        if waiting is None:
-            return None
-        done = threading.Event()
-        waiting.on_done(lambda _status: done.set())
-        done.wait()
-        return self.finish_waiting(waiting)
 
     def finish_waiting(self, waiting: WaitingPod) -> Status | None:
         """Remove a resolved waiting pod and give WaitOnPermit's result for it."""
@@ -691,6 +643,45 @@ def _score_array(raw: Any) -> np.ndarray:
         return np.fromiter(raw, dtype=np.int64, count=len(raw))
     except OverflowError:
         return np.asarray([int(v) for v in raw], dtype=object)
+
+
+class NodeScores(Mapping):
+    """node name -> one plugin's weighted score: the scored nodes' names and an array of their
+    scores, read as a dict. Building a dict of every node cost whatif (which reads two nodes of
+    each) a third of its scoring; the first few names are found by a C-level scan of the names,
+    later ones (kubesched explain reads them all) by an index built once."""
+
+    __slots__ = ("names", "values", "_index", "_scans")
+    SCANS = 4
+
+    def __init__(self, names: list[str], values: np.ndarray):
+        self.names = names
+        self.values = values
+        self._index: dict[str, int] | None = None
+        self._scans = 0
+
+    def _position(self, name: str) -> int:
+        if self._index is None:
+            self._scans += 1
+            if self._scans <= self.SCANS:
+                try:
+                    return self.names.index(name)
+                except ValueError:
+                    raise KeyError(name) from None
+            self._index = {node: i for i, node in enumerate(self.names)}
+        return self._index[name]
+
+    def __getitem__(self, name: str) -> int:
+        return int(self.values[self._position(name)])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __iter__(self):
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 class ScoreError(RuntimeError):

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Callable
 
+from kubesched.api.names import is_extended_resource_name
+from kubesched.api.taint import Taint, Toleration
 from kubesched.framework.quantity import int_value, milli_value
 
 CPU = "cpu"
@@ -131,11 +133,6 @@ def is_scalar_resource_name(name: str) -> bool:
     if "kubernetes.io/" in name:
         return True
     return is_extended_resource_name(name)
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """v1helper.IsExtendedResourceName: a domain-prefixed name outside kubernetes.io, not a quota name."""
-    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
 
 
 def _container_requests(container: dict) -> dict:
@@ -296,60 +293,17 @@ def compute_pod_requests(spec: dict, non_zero: bool = False, scoring: bool = Fal
     return reqs
 
 
-class Taint:
-    __slots__ = ("key", "value", "effect")
-
-    def __init__(self, key: str, value: str = "", effect: str = ""):
-        self.key = key
-        self.value = value
-        self.effect = effect
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Taint":
-        return cls(d.get("key", ""), d.get("value", "") or "", d.get("effect", "") or "")
-
-    def __repr__(self) -> str:
-        return f"Taint({self.key}={self.value}:{self.effect})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Taint) and (self.key, self.value, self.effect) == (
-            other.key, other.value, other.effect)
-
-    def __hash__(self) -> int:
-        return hash((self.key, self.value, self.effect))
+TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
-class Toleration:
-    __slots__ = ("key", "operator", "value", "effect", "toleration_seconds")
+def is_terminal(raw: dict) -> bool:
+    """A pod that has finished (podutil.IsPodTerminal): its resources count no more."""
+    return (raw.get("status") or {}).get("phase") in TERMINAL_PHASES
 
-    def __init__(self, key: str = "", operator: str = "", value: str = "", effect: str = "",
-                 toleration_seconds: int | None = None):
-        self.key = key
-        self.operator = operator
-        self.value = value
-        self.effect = effect
-        self.toleration_seconds = toleration_seconds
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "Toleration":
-        return cls(d.get("key", "") or "", d.get("operator", "") or "", d.get("value", "") or "",
-                   d.get("effect", "") or "", d.get("tolerationSeconds"))
-
-    def tolerates(self, taint: Taint) -> bool:
-        """v1.Toleration.ToleratesTaint: an empty effect matches all effects; an empty key
-        with Exists matches every key."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator in ("", "Equal"):
-            return self.value == taint.value
-        if self.operator == "Exists":
-            return True
-        return False
-
-    def __repr__(self) -> str:
-        return f"Toleration({self.key} {self.operator} {self.value}:{self.effect})"
+def assigned(raw: dict) -> bool:
+    """A pod bound to a node (upstream assignedPod in eventhandlers.go)."""
+    return bool((raw.get("spec") or {}).get("nodeName"))
 
 
 def parse_time(ts: str | None) -> float:
@@ -381,7 +335,7 @@ class PodInfo:
                  "topology_spread_constraints", "scheduling_gates", "images", "phase",
                  "deleting", "resource_version", "initial_attempt_ts", "attempts",
                  "unschedulable_plugins", "pending_plugins", "timestamp", "start_ts",
-                 "plugin_cache")
+                 "plugin_cache", "pod_group")
 
     def __init__(self, raw: dict):
         self.raw = raw
@@ -420,6 +374,9 @@ class PodInfo:
         self.host_ports: list[tuple[str, str, int]] = host_ports_of(spec)
         self.topology_spread_constraints: list[dict] = spec.get("topologySpreadConstraints") or []
         self.scheduling_gates: list[dict] = spec.get("schedulingGates") or []
+        # spec.schedulingGroup.podGroupName (GenericWorkload): '' for a pod of no group.
+        group = spec.get("schedulingGroup")
+        self.pod_group: str = (group.get("podGroupName") or "") if group else ""
         self.images: list[str] = [c.get("image", "") for c in spec.get("containers") or ()]
         # Queue bookkeeping (upstream's QueuedPodInfo).
         self.timestamp = 0.0

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Status
 from kubesched.framework.types import PodInfo
 
@@ -11,7 +10,7 @@ from kubesched.framework.types import PodInfo
 class DefaultBinder:
     name = "DefaultBinder"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
 
     def bind(self, state, pod: PodInfo, node_name: str) -> Status | None:

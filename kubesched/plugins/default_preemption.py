@@ -31,11 +31,12 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from kubesched import metrics
+from kubesched.api.selectors import SelectorError, label_selector
 from kubesched.framework.fit_error import Diagnosis, FitError, NodeToStatus
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Code, PluginArgsError, Status, is_success
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
-from kubesched.plugins.helper.selectors import SelectorError, label_selector
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -154,8 +155,9 @@ def _now_rfc3339() -> str:
 
 class DefaultPreemption:
     name = "DefaultPreemption"
+    INFORMERS = ("poddisruptionbudgets",)
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
         args = args_dict(args, self.name)
         check_known_fields(args, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"))
@@ -176,6 +178,29 @@ class DefaultPreemption:
 
     # --- PostFilter ------------------------------------------------------------------
 
+    def pod_group_post_filter(self, pod_group: dict, members: list[PodInfo], evaluated: int) -> Status | None:
+        """The part of upstream's PodGroupPostFilter (PodGroupEvaluator.Preempt, GenericWorkload)
+        that kubesched has: a group that may not preempt, and a cluster with no pod of lower
+        priority than the group, get upstream's status. None when victims exist: kubesched does
+        not preempt for a whole group yet, and the group waits as it is."""
+        if any(pod.preemption_policy == "Never" for pod in members):  # without PodGroupPreemptionPolicy
+            return Status(Code.UNSCHEDULABLE, "pod group preemption: not eligible due to preemptionPolicy=Never.")
+        priority = (pod_group.get("spec") or {}).get("priority") or 0
+        for node in self.handle.snapshot().node_info_list:
+            for pod in node.pods.values():
+                if self._victim_priority(pod) < priority:
+                    return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                      "pod group preemption: No preemption victims found for incoming preemptor")
+
+    def _victim_priority(self, pod: PodInfo) -> int:
+        """GetPodPriority: a pod of a PodGroup the scheduler knows has its group's priority."""
+        pod_groups = self.handle.pod_groups
+        if not pod.pod_group or pod_groups is None:
+            return pod.priority
+        group = pod_groups.pod_group(pod.namespace, pod.pod_group)
+        return pod.priority if group is None else (group.get("spec") or {}).get("priority") or 0
+
     def post_filter(self, state, pod: PodInfo, filtered_node_status_map: dict[str, Status]) -> tuple[str | None, Status]:
         nominated, status = self.preempt(state, pod, filtered_node_status_map)
         if status.message():
@@ -195,7 +220,7 @@ class DefaultPreemption:
         node_statuses: dict[str, Status] = {}
         candidates: list[Candidate] = []
         if potential:
-            pdbs = list(self.handle.pdb_lister() or ())
+            pdbs = self.handle.informers.list("poddisruptionbudgets")
             offset = self.random_offset(len(potential))
             candidates, node_statuses, errors = self.dry_run_preemption(
                 state, pod, potential, pdbs, offset, self.calculate_num_candidates(len(potential)))
@@ -203,7 +228,7 @@ class DefaultPreemption:
                 return None, Status(Code.ERROR, "; ".join(str(e) for e in errors))
         if not candidates:
             return "", Status(Code.UNSCHEDULABLE, fit_error_message(pod, len(all_nodes), node_statuses))
-        extenders = getattr(self.handle, "extenders", None)
+        extenders = self.handle.extenders
         if extenders:
             candidates, failure = self.call_extenders(extenders, pod, candidates)
             if failure is not None:
@@ -350,17 +375,16 @@ class DefaultPreemption:
         status.nominatedNodeName and the nominator entry (upstream's handleSchedulingFailure).
         """
         victims = [v for v in candidate.victims if not v.deleting]
-        workers = max(1, min(len(victims), int(getattr(self.handle, "parallelism", 16) or 16)))
+        workers = max(1, min(len(victims), self.handle.parallelism))
         if victims:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 for future in [pool.submit(self.preempt_pod, candidate.name, pod, v) for v in victims]:
                     future.result()
-        client, nominator = self.handle.client, getattr(self.handle, "nominator", None)
-        if nominator is not None:
-            for other in nominator.nominated_pods_for_node(candidate.name) or ():
-                if other.priority < pod.priority and other.uid != pod.uid:
-                    client.patch_pod_status(other.namespace, other.name, {"status": {"nominatedNodeName": None}})
-                    nominator.delete_nominated_pod_if_exists(other)
+        client, nominator = self.handle.client, self.handle.nominator
+        for other in nominator.nominated_pods_for_node(candidate.name):
+            if other.priority < pod.priority and other.uid != pod.uid:
+                client.patch_pod_status(other.namespace, other.name, {"status": {"nominatedNodeName": None}})
+                nominator.delete_nominated_pod_if_exists(other)
 
     def preempt_pod(self, node_name: str, preemptor: PodInfo, victim: PodInfo) -> None:
         """Executor.PreemptPod for a victim not held in scheduler memory: condition, delete, event."""
@@ -374,15 +398,12 @@ class DefaultPreemption:
         generation = (victim.raw.get("metadata") or {}).get("generation")
         if generation:
             condition["observedGeneration"] = generation
-        client = self.handle.client
-        recorder = getattr(self.handle, "event_recorder", None)
-        get_waiting_pod = getattr(self.handle, "get_waiting_pod", None)
-        waiting = get_waiting_pod(victim.uid) if get_waiting_pod is not None else None
+        client, recorder = self.handle.client, self.handle.event_recorder
+        waiting = self.handle.get_waiting_pod(victim.uid)
         if waiting is not None and waiting.preempt(self.name, "preempted"):
             # A pod waiting on Permit is only assumed: it goes back to the queue, nothing to delete.
-            if recorder is not None:
-                recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
-                                f"Preempted by pod {preemptor.uid} on node {node_name} (in kube-scheduler memory).")
+            recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
+                            f"Preempted by pod {preemptor.uid} on node {node_name} (in kube-scheduler memory).")
             return
         try:
             if not self._has_condition(victim, condition):
@@ -392,9 +413,8 @@ class DefaultPreemption:
             if _is_not_found(err):
                 return
             raise
-        if recorder is not None:
-            recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
-                            f"Preempted by pod {preemptor.uid} on node {node_name}")
+        recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
+                        f"Preempted by pod {preemptor.uid} on node {node_name}")
 
     @staticmethod
     def _has_condition(pod: PodInfo, condition: dict) -> bool:

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from kubesched import klog
+from kubesched.api.node_affinity import NodeSelector
 from kubesched.client import ApiError
 from kubesched.config.types import parse_duration
 from kubesched.dra.allocator import AllocationError, Allocator, FailedOnNode
@@ -38,7 +39,8 @@ from kubesched.dra.extended import (
     requests_and_mappings,
     special_claim,
 )
-from kubesched.dra.manager import API, DRAManager, claim_key, manager_for
+from kubesched.dra.manager import API, DRAManager, claim_key
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
     ActionType,
@@ -48,9 +50,9 @@ from kubesched.framework.interface import (
     PluginArgsError,
     Status,
 )
+from kubesched.framework.signers import Fragments
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields
-from kubesched.plugins.helper.node_affinity import NodeSelector
 from kubesched.plugins.helper.normalize_score import default_normalize_score
 
 STATE_KEY = "DynamicResources"
@@ -200,8 +202,9 @@ def is_reserved_for(pod: dict, claim: dict) -> bool:
 
 class DynamicResources:
     name = "DynamicResources"
+    INFORMERS = ("resourceclaims", "resourceslices", "deviceclasses", "devicetaintrules")
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
         args = args_dict(args, self.name)
         check_known_fields(args, ("filterTimeout", "bindingTimeout"))
@@ -211,18 +214,13 @@ class DynamicResources:
         self.binding_timeout = _duration(args, "bindingTimeout", 600.0)
         if self.binding_timeout < 1:
             raise PluginArgsError("bindingTimeout", f"Invalid value: {args['bindingTimeout']!r}: must be at least 1 second")
-        client = getattr(handle, "client", None) if handle is not None else None
-        self.manager: DRAManager = manager_for(client)
+        self.manager: DRAManager = handle.dra
 
-    @property
-    def _client(self) -> Any:
-        return getattr(self.handle, "client", None)
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        """A pod with claims gets devices of its own: never batched."""
+        return None if (pod.raw.get("spec") or {}).get("resourceClaims") else []
 
-    # --- informers and events ------------------------------------------------------------------
-
-    def start_informers(self, client: Any, stop: threading.Event, on_event: Any) -> dict:
-        """Called by the scheduler when a profile enables this plugin: the DRA informers."""
-        return {f"dra-{k}": v for k, v in self.manager.start(client, stop, on_event).items()}
+    # --- events ----------------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [
@@ -436,6 +434,15 @@ class DynamicResources:
 
     # --- PostFilter ----------------------------------------------------------------------------------
 
+    def pod_group_post_filter(self, pod_group: dict, members: list[PodInfo], evaluated: int) -> Status | None:
+        """Upstream's PodGroupPostFilter as far as kubesched has it: before any member of the
+        cycle ran PreFilter the group's DRA state is missing ("not found", an error upstream
+        too); after, the claims' clean-up is reported done. kubesched does not deallocate the
+        claims of a group's members here (a pod of no group gets post_filter)."""
+        if not evaluated:
+            return Status(Code.ERROR, "not found")
+        return Status(Code.UNSCHEDULABLE, "deallocation and deletion of ResourceClaims completed")
+
     def post_filter(self, state, pod: PodInfo, statuses: dict) -> tuple[str | None, Status]:
         s: _State | None = state.get(STATE_KEY)
         if s is None and self.name not in state.skip_filter_plugins:
@@ -456,8 +463,8 @@ class DynamicResources:
                     status.pop(field, None)
                 meta = _meta(claim)
                 try:
-                    self._client.request("PUT", f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/"
-                                                f"{meta.get('name')}/status", updated)
+                    self.handle.client.request("PUT", f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/"
+                                               f"{meta.get('name')}/status", updated)
                 except ApiError as err:
                     return None, Status(Code.ERROR, str(err), plugin=self.name, error=err)
                 return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed", plugin=self.name)
@@ -473,13 +480,13 @@ class DynamicResources:
     def _delete_claim(self, claim: dict) -> None:
         meta = _meta(claim)
         path = f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/{meta.get('name')}"
-        current = self._client.get(path)
+        current = self.handle.client.get(path)
         finalizers = [f for f in _meta(current).get("finalizers") or () if f != FINALIZER]
         if finalizers != (_meta(current).get("finalizers") or []):
             current["metadata"]["finalizers"] = finalizers
-            self._client.request("PUT", path, current)
+            self.handle.client.request("PUT", path, current)
         try:
-            self._client.request("DELETE", path)
+            self.handle.client.request("DELETE", path)
         except ApiError as err:
             if err.status != 404:
                 raise
@@ -556,9 +563,9 @@ class DynamicResources:
                 patch = {"metadata": {"uid": meta.get("uid")},
                          "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]}}
                 try:
-                    self._client.request("PATCH", f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/"
-                                                  f"{meta.get('name')}/status", patch,
-                                         content_type="application/strategic-merge-patch+json")
+                    self.handle.client.request("PATCH", f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/"
+                                               f"{meta.get('name')}/status", patch,
+                                               content_type="application/strategic-merge-patch+json")
                 except ApiError as err:
                     klog.error("unreserve", resourceclaim=claim_key(claim), err=str(err))
 
@@ -588,10 +595,8 @@ class DynamicResources:
     def _wait_for_binding_conditions(self, s: _State, pod: PodInfo, node_name: str) -> Status | None:
         """Wait until the driver reports the devices ready (all binding conditions True), as
         upstream's PreBind: check now, then every 5 s, until bindingTimeout."""
-        recorder = getattr(self.handle, "event_recorder", None)
-        if recorder is not None:
-            recorder.eventf(pod.raw, "Normal", "BindingConditionsPending", "Scheduling",
-                            f"waiting for binding conditions for device on node {node_name}")
+        self.handle.event_recorder.eventf(pod.raw, "Normal", "BindingConditionsPending", "Scheduling",
+                                          f"waiting for binding conditions for device on node {node_name}")
         deadline = time.monotonic() + self.binding_timeout
         while True:
             try:
@@ -642,7 +647,7 @@ class DynamicResources:
                     meta.pop(field, None)
                 body.pop("status", None)
                 try:
-                    created = self._client.request(
+                    created = self.handle.client.request(
                         "POST", f"{API}/namespaces/{meta.get('namespace')}/resourceclaims", body)
                 except ApiError as err:
                     raise ApiError(err.status, err.reason, f"create claim for extended resources "
@@ -660,7 +665,7 @@ class DynamicResources:
                     raise ClaimNotReady(f"nil or empty request mappings, no update of pod {pod.key} "
                                         "ExtendedResourceClaimStatus")
                 try:
-                    self._client.patch_pod_status(pod.namespace, pod.name, {"status": {
+                    self.handle.client.patch_pod_status(pod.namespace, pod.name, {"status": {
                         "extendedResourceClaimStatus": {"requestMappings": mappings,
                                                         "resourceClaimName": _meta(created).get("name")}}})
                 except ApiError as err:
@@ -687,7 +692,7 @@ class DynamicResources:
         try:
             for _attempt in range(5):  # retry.DefaultRetry: conflicts re-read the claim
                 if refresh:
-                    claim = self._client.get(path)
+                    claim = self.handle.client.get(path)
                 refresh = True
                 if _meta(claim).get("deletionTimestamp"):
                     raise ClaimNotReady(f"claim {claim_key(claim)} got deleted in the meantime")
@@ -699,7 +704,7 @@ class DynamicResources:
                     if FINALIZER not in finalizers:
                         finalizers.append(FINALIZER)
                         try:
-                            claim = self._client.request("PUT", path, claim)
+                            claim = self.handle.client.request("PUT", path, claim)
                         except ApiError as err:
                             if err.status == 409:
                                 continue
@@ -715,7 +720,7 @@ class DynamicResources:
                 status["reservedFor"] = list(status.get("reservedFor") or ()) + [
                     {"resource": "pods", "name": pod.name, "uid": pod.uid}]
                 try:
-                    claim = self._client.request("PUT", f"{path}/status", claim)
+                    claim = self.handle.client.request("PUT", f"{path}/status", claim)
                 except ApiError as err:
                     if err.status == 409:
                         continue

@@ -8,9 +8,10 @@ image does not pull every pod to the same nodes. The sum is clamped between 23 M
 from __future__ import annotations
 
 import operator
-from typing import Any
 
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import MAX_NODE_SCORE
+from kubesched.framework.signers import IMAGE_NAMES_KEY, Fragments
 from kubesched.framework.types import NodeInfo, PodInfo
 
 MB = 1024 * 1024
@@ -53,8 +54,13 @@ _IMAGE_STATES_OF = operator.attrgetter("image_states")
 class ImageLocality:
     name = "ImageLocality"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        spec = pod.raw.get("spec") or {}
+        containers = list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())
+        return [(IMAGE_NAMES_KEY, sorted({normalized_image_name(c.get("image") or "") for c in containers}))]
 
     def _images(self, state, pod: PodInfo) -> tuple[list[str], int, int]:
         """(normalised image names, image count, the score of a node holding none of them)."""

@@ -11,8 +11,8 @@ domain, existing pods' required affinity counting hardPodAffinityWeight; normali
 
 from __future__ import annotations
 
-from typing import Any
-
+from kubesched.api.selectors import NOTHING, Selector, SelectorError, label_selector
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
     ActionType,
@@ -23,11 +23,11 @@ from kubesched.framework.interface import (
     PluginArgsError,
     Status,
 )
+from kubesched.framework.signers import LABELS_KEY, Fragments
 from kubesched.framework.snapshot import NodeMemos, Snapshot
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
 from kubesched.plugins.helper.cluster_objects import ClusterObjects
-from kubesched.plugins.helper.selectors import NOTHING, Selector, SelectorError, label_selector
 
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
@@ -168,8 +168,9 @@ class PreFilterState:
 
 class InterPodAffinity:
     name = "InterPodAffinity"
+    INFORMERS = ("namespaces",)  # namespaceSelector
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
         args = args_dict(args, self.name)
         check_known_fields(args, ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"))
@@ -181,7 +182,7 @@ class InterPodAffinity:
         if not isinstance(ignore, bool):
             raise PluginArgsError("ignorePreferredTermsOfExistingPods", f"must be true or false, got {ignore!r}")
         self.ignore_preferred_terms_of_existing_pods = ignore
-        self.objects = ClusterObjects(handle)
+        self.objects = ClusterObjects(handle.informers)
         # shape -> node name -> (the snapshot's NodeInfo, the domains its pods' required
         # anti-affinity terms count against a pod of that shape). The snapshot replaces a
         # node's NodeInfo whenever its pods or labels change, so an entry holds while the
@@ -193,6 +194,16 @@ class InterPodAffinity:
                                               plugin=self.name)
         self._existing_rejected = Status(Code.UNSCHEDULABLE, ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
                                          plugin=self.name)
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        """A pod with affinity terms depends on the pods already placed; existing pods' terms may
+        match this pod's labels."""
+        affinity = (pod.raw.get("spec") or {}).get("affinity") or {}
+        if affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None:
+            return None
+        if self.ignore_preferred_terms_of_existing_pods:
+            return []
+        return [(LABELS_KEY, dict(sorted(pod.labels.items())))]
 
     def events_to_register(self) -> list[ClusterEvent]:
         # The pod's own label change always queues: a placed pod's anti-affinity may have

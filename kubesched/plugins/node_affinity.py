@@ -6,8 +6,15 @@ The addedAffinity arg applies scheduler-enforced affinity to every pod of the pr
 from __future__ import annotations
 
 import operator
-from typing import Any
 
+from kubesched.api.node_affinity import (
+    OBJECT_NAME_FIELD,
+    NodeSelector,
+    PreferredSchedulingTerms,
+    RequiredNodeAffinity,
+)
+from kubesched.api.selectors import SelectorError
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
     ActionType,
@@ -19,16 +26,10 @@ from kubesched.framework.interface import (
     PreFilterResult,
     Status,
 )
+from kubesched.framework.signers import NODE_AFFINITY_KEY, NODE_SELECTOR_KEY, Fragments, node_affinity_signer
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields, dict_arg
-from kubesched.plugins.helper.node_affinity import (
-    OBJECT_NAME_FIELD,
-    NodeSelector,
-    PreferredSchedulingTerms,
-    RequiredNodeAffinity,
-)
 from kubesched.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
-from kubesched.plugins.helper.selectors import SelectorError
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
@@ -53,8 +54,7 @@ _LABELS_OF = operator.attrgetter("labels")
 class NodeAffinity:
     name = "NodeAffinity"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
-        self.handle = handle
+    def __init__(self, args: dict | None, handle: Handle):
         args = args_dict(args, self.name)
         check_known_fields(args, ("addedAffinity",))
         self.added_node_selector: NodeSelector | None = None
@@ -81,6 +81,10 @@ class NodeAffinity:
                     raise PluginArgsError(field, message) from err
         self._rejected_pod = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_POD, plugin=self.name)
         self._rejected_enforced = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_ENFORCED, plugin=self.name)
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return [(NODE_AFFINITY_KEY, node_affinity_signer(pod)),
+                (NODE_SELECTOR_KEY, (pod.raw.get("spec") or {}).get("nodeSelector"))]
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL,

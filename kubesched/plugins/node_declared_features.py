@@ -7,9 +7,9 @@ status.declaredFeatures.
 
 from __future__ import annotations
 
-from typing import Any
-
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
+from kubesched.framework.signers import FEATURES_KEY, Fragments
 from kubesched.framework.types import NodeInfo, PodInfo
 
 ERR_REASON_UNSATISFIED = "node(s) didn't match Pod's required features"
@@ -50,9 +50,11 @@ def required_features(pod: PodInfo) -> frozenset[str]:
 class NodeDeclaredFeatures:
     name = "NodeDeclaredFeatures"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
-        self.handle = handle
+    def __init__(self, args: dict | None, handle: Handle):
         self._rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSATISFIED, plugin=self.name)
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return [(FEATURES_KEY, sorted(required_features(pod)))]
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE),

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
     ActionType,
     ClusterEvent,
@@ -12,6 +11,7 @@ from kubesched.framework.interface import (
     PreFilterResult,
     Status,
 )
+from kubesched.framework.signers import NODE_NAME_KEY, Fragments
 from kubesched.framework.types import NodeInfo, PodInfo
 
 ERR_REASON = "node(s) didn't match the requested node name"
@@ -20,9 +20,11 @@ ERR_REASON = "node(s) didn't match the requested node name"
 class NodeName:
     name = "NodeName"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
-        self.handle = handle
+    def __init__(self, args: dict | None, handle: Handle):
         self._rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON, plugin=self.name)
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return [(NODE_NAME_KEY, (pod.raw.get("spec") or {}).get("nodeName") or "")]
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.NODE, ActionType.ADD)]

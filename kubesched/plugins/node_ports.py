@@ -6,9 +6,9 @@ bound on a specific address conflicts with that address and with 0.0.0.0.
 
 from __future__ import annotations
 
-from typing import Any
-
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
+from kubesched.framework.signers import HOST_PORTS_KEY, Fragments, host_ports_signer
 from kubesched.framework.types import NodeInfo, PodInfo, host_ports_of
 
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -42,9 +42,11 @@ def fits_ports(want: list[tuple[str, str, int]], used_ports: dict) -> bool:
 class NodePorts:
     name = "NodePorts"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
-        self.handle = handle
+    def __init__(self, args: dict | None, handle: Handle):
         self._rejected = Status(Code.UNSCHEDULABLE, ERR_REASON, plugin=self.name)
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return [(HOST_PORTS_KEY, host_ports_signer(pod))]
 
     def events_to_register(self) -> list[ClusterEvent]:
         # A pod's ports are immutable, so pod updates cannot free any.

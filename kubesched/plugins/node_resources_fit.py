@@ -9,13 +9,12 @@ and memory weight 1), MostAllocated or RequestedToCapacityRatio.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from kubesched.api.names import is_extended_resource_name, qualified_name_error
 from kubesched.dra.extended import dra_backed_requests
-from kubesched.dra.manager import manager_for
 from kubesched.framework.columns import columns_and_rows, within_exact_range
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
     ActionType,
     ClusterEvent,
@@ -24,9 +23,9 @@ from kubesched.framework.interface import (
     PluginArgsError,
     Status,
 )
-from kubesched.framework.types import NodeInfo, PodInfo, Resource, is_extended_resource_name
+from kubesched.framework.signers import Fragments
+from kubesched.framework.types import NodeInfo, PodInfo, Resource
 from kubesched.plugins.helper.args import args_dict, check_known_fields, dict_arg, list_arg, resource_specs
-from kubesched.plugins.helper.selectors import qualified_name_error
 from kubesched.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
     allocated_score_cpu_memory,
@@ -37,6 +36,7 @@ from kubesched.plugins.resource_allocation import (
     node_allocatable_request,
     pod_resource_requests,
     requested_to_capacity_ratio_scorer,
+    sign_resources,
     validate_shape,
 )
 
@@ -92,8 +92,9 @@ def insufficient_resources(request: Resource, node: NodeInfo, ignored: frozenset
 class NodeResourcesFit:
     name = "NodeResourcesFit"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
+        self.dra = handle.dra  # DeviceClasses back extended resources (DRAExtendedResource)
         args = args_dict(args, self.name)
         check_known_fields(args, ("ignoredResources", "ignoredResourceGroups", "scoringStrategy"))
         ignored = list_arg(args, "ignoredResources")
@@ -141,6 +142,9 @@ class NodeResourcesFit:
         self.strategy = strategy_type
         self._fast_cpu_memory = is_cpu_and_memory(self.resources) and strategy_type != REQUESTED_TO_CAPACITY_RATIO
 
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return sign_resources(pod, self.dra)
+
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, hint=self.is_schedulable_after_pod_delete),
                 ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE,
@@ -184,10 +188,9 @@ class NodeResourcesFit:
 
     def _dra_backed(self, scalar: dict[str, int]) -> frozenset[str]:
         """Requested extended resources a DeviceClass backs (DRAExtendedResource, on in 1.37)."""
-        manager = manager_for(getattr(self.handle, "client", None))
-        if not manager.classes:
+        if not self.dra.classes:
             return frozenset()
-        return frozenset(dra_backed_requests(scalar, manager))
+        return frozenset(dra_backed_requests(scalar, self.dra))
 
     def _status(self, insufficient: list[tuple[str, bool]]) -> Status:
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if any(u for _unused, u in insufficient) else Code.UNSCHEDULABLE
@@ -210,7 +213,7 @@ class NodeResourcesFit:
         cpu, mem, eph = request.milli_cpu, request.memory, request.ephemeral_storage
         plain = not request.scalar
         dra_backed = state.get(DRA_BACKED_STATE_KEY, NONE)
-        found = columns_and_rows(self.handle, state, nodes) if plain and within_exact_range(cpu, mem, eph) else None
+        found = columns_and_rows(self.handle.snapshot().columns, state, nodes) if plain and within_exact_range(cpu, mem, eph) else None
         if found is not None:  # hot path: the fast check as one array expression
             columns, rows = found
             fits = ((columns.pod_count[rows] < columns.alloc_pods[rows])
@@ -259,7 +262,7 @@ class NodeResourcesFit:
             cpu, mem = pod_requests
             w_cpu, w_mem = self.resources[0][1], self.resources[1][1]
             most = self.strategy == MOST_ALLOCATED
-            found = columns_and_rows(self.handle, state, nodes) if within_exact_range(cpu, mem) else None
+            found = columns_and_rows(self.handle.snapshot().columns, state, nodes) if within_exact_range(cpu, mem) else None
             if found is not None:  # hot path: one array expression over the snapshot's columns
                 return allocated_scores_cpu_memory(*found, cpu, mem, w_cpu, w_mem, most).tolist()
             return [allocated_score_cpu_memory(n, cpu, mem, w_cpu, w_mem, most) for n in nodes]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import operator
-from typing import Any
 
+from kubesched.api.taint import NO_SCHEDULE, Taint, tolerations_tolerate_taint
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
-from kubesched.framework.types import NodeInfo, PodInfo, Taint
-from kubesched.plugins.helper.taint import NO_SCHEDULE, tolerations_tolerate_taint
+from kubesched.framework.signers import TOLERATIONS_KEY, Fragments, tolerations_signer
+from kubesched.framework.types import NodeInfo, PodInfo
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
@@ -20,9 +21,11 @@ _UNSCHEDULABLE_OF = operator.attrgetter("unschedulable")
 class NodeUnschedulable:
     name = "NodeUnschedulable"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
-        self.handle = handle
+    def __init__(self, args: dict | None, handle: Handle):
         self._rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE, plugin=self.name)
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return [(TOLERATIONS_KEY, tolerations_signer(pod))]
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT,

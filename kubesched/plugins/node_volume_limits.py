@@ -17,9 +17,10 @@ csi-translation-lib gives them, on any node that has a CSINode (helper/csi_trans
 from __future__ import annotations
 
 import secrets
-from typing import Any
 
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
+from kubesched.framework.signers import VOLUMES_KEY, Fragments, volumes_signer
 from kubesched.framework.snapshot import NodeMemos
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.csi_translation import (
@@ -33,7 +34,7 @@ from kubesched.plugins.helper.csi_translation import (
     pv_driver_and_handle,
 )
 from kubesched.plugins.helper.volumes import claim_class, volume_is_for_pod
-from kubesched.plugins.volume_binding import SKIP, volume_objects
+from kubesched.plugins.volume_binding import SKIP
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 # The volume sources this plugin counts: claims, generic ephemeral volumes, migrated in-tree ones.
@@ -64,12 +65,12 @@ class _LookupError(Exception):
 
 class NodeVolumeLimits:
     name = "NodeVolumeLimits"
-    VOLUME_RESOURCES = ("persistentvolumes", "persistentvolumeclaims", "storageclasses", "csinodes",
-                        "csidrivers", "volumeattachments")
+    INFORMERS = ("persistentvolumes", "persistentvolumeclaims", "storageclasses", "csinodes",
+                 "csidrivers", "volumeattachments")
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
-        self.volumes = volume_objects(handle)
+        self.volumes = handle.volumes
         # Unbound claims get a handle no real volume has (upstream: a random 32-char prefix).
         self._volume_id_prefix = secrets.token_hex(16)
         self._exceeded = Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
@@ -78,6 +79,9 @@ class NodeVolumeLimits:
         # pods change, so an entry holds while the object, the CSINode's presence and every
         # storage object are as they were.
         self._attached_memos = NodeMemos()
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return [(VOLUMES_KEY, volumes_signer(pod))]
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [

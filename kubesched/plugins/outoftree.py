@@ -18,8 +18,8 @@ import threading
 from typing import Any, Callable
 
 from kubesched import klog
+from kubesched.config.entrypoints import describe, entry_points
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
-from kubesched.plugins.entrypoints import describe, entry_points
 
 
 class PluginLoadError(RuntimeError):
@@ -88,7 +88,7 @@ _STATUS_METHODS = ("pre_enqueue", "filter", "pre_score", "reserve", "permit", "p
                    "normalize_score")
 # Extension points whose result is not a Status.
 _OTHER_METHODS = ("less", "pre_filter", "post_filter", "score", "score_nodes", "filter_nodes", "unreserve",
-                  "post_bind", "events_to_register", "pre_filter_extensions", "normalize_scores")
+                  "post_bind", "events_to_register", "pre_filter_extensions", "normalize_scores", "sign_pod")
 
 
 class PluginError(RuntimeError):
@@ -179,6 +179,14 @@ def _wrap(point: str, method: Callable[..., Any], report: _Reporter, plugin: str
                 report(point, None, err)
                 return [ClusterEvent(EventResource.WILDCARD, ActionType.ALL)]
         return events_to_register
+    if point == "sign_pod":
+        def sign_pod(pod: Any) -> Any:
+            try:
+                return method(pod)
+            except Exception as err:  # noqa: BLE001 - then the pod is not batched
+                report(point, pod, err)
+                return None
+        return sign_pod
     if point == "pre_filter_extensions":
         def pre_filter_extensions() -> Any:
             try:

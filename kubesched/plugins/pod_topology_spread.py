@@ -13,8 +13,19 @@ over the pods selected by the pod's services and controller.
 from __future__ import annotations
 
 import math
-from typing import Any
 
+from kubesched.api.names import qualified_name_error
+from kubesched.api.node_affinity import RequiredNodeAffinity
+from kubesched.api.selectors import (
+    LABEL_HOSTNAME,
+    LABEL_TOPOLOGY_ZONE,
+    Selector,
+    SelectorError,
+    label_selector,
+    selector_from_set,
+)
+from kubesched.api.taint import find_untolerated_taint
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
     ActionType,
@@ -25,21 +36,11 @@ from kubesched.framework.interface import (
     PluginArgsError,
     Status,
 )
+from kubesched.framework.signers import Fragments
 from kubesched.framework.snapshot import NodeMemos, Snapshot
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields, list_arg
 from kubesched.plugins.helper.cluster_objects import ClusterObjects
-from kubesched.plugins.helper.node_affinity import RequiredNodeAffinity
-from kubesched.plugins.helper.selectors import (
-    LABEL_HOSTNAME,
-    LABEL_TOPOLOGY_ZONE,
-    Selector,
-    SelectorError,
-    label_selector,
-    qualified_name_error,
-    selector_from_set,
-)
-from kubesched.plugins.helper.taint import find_untolerated_taint
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
@@ -252,8 +253,10 @@ def _validate_default_constraints(raw: list, defaulting_type: str) -> None:
 
 class PodTopologySpread:
     name = "PodTopologySpread"
+    # The owners of a pod, whose selectors the default constraints spread by.
+    INFORMERS = ("services", "replicationcontrollers", "replicasets", "statefulsets")
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
         args = args_dict(args, self.name)
         check_known_fields(args, ("defaultConstraints", "defaultingType"))
@@ -262,11 +265,17 @@ class PodTopologySpread:
         _validate_default_constraints(raw, defaulting_type)
         self.system_defaulted = defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints = SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else raw
-        self.objects = ClusterObjects(handle)
+        self.objects = ClusterObjects(handle.informers)
         self._label_missing = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NODE_LABEL_NOT_MATCH,
                                      plugin=self.name)
         self._skewed = Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=self.name)
         self.match_counts = MatchCounts()
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        """Spreading depends on every pod of the domain, not on the pod and node alone."""
+        if (pod.raw.get("spec") or {}).get("topologySpreadConstraints") or self.default_constraints:
+            return None
+        return []
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.ASSIGNED_POD,

@@ -1,7 +1,7 @@
 """Every in-tree plugin's class by name (upstream plugins/registry.go).
 
-The names and the default profile are in names.py, which the configuration reads; only
-the framework's assembly needs the classes.
+The names and the default profile are in config/default_plugins.py, which the configuration
+reads; only the framework's assembly needs the classes.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.plugins.default_preemption import DefaultPreemption
 from kubesched.plugins.dynamic_resources import DynamicResources
+from kubesched.plugins.gang_scheduling import GangScheduling
 from kubesched.plugins.image_locality import ImageLocality
 from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.node_affinity import NodeAffinity
@@ -48,4 +49,5 @@ REGISTRY: dict[str, type] = {cls.name: cls for cls in (
     ImageLocality,
     DefaultBinder,
     NodeDeclaredFeatures,
+    GangScheduling,
 )}

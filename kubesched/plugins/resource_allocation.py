@@ -14,8 +14,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from kubesched.dra.extended import dra_backed_requests
+from kubesched.dra.manager import DRAManager
 from kubesched.framework.columns import NodeColumns
 from kubesched.framework.interface import MAX_NODE_SCORE, PluginArgsError
+from kubesched.framework.signers import RESOURCES_KEY, Fragments, resources_signer
 from kubesched.framework.types import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -33,6 +36,15 @@ MAX_UTILIZATION = 100
 MAX_CUSTOM_PRIORITY_SCORE = 10
 
 Scorer = Callable[[list[int], list[int], list[int]], int]
+
+
+def sign_resources(pod: PodInfo, dra: DRAManager) -> Fragments:
+    """SignPod of NodeResourcesFit and NodeResourcesBalancedAllocation: the pod's requests. A
+    request a DeviceClass backs is allocated through DRA, so such a pod is not signable."""
+    scalar = pod.requests.scalar
+    if scalar and dra.classes and dra_backed_requests(scalar, dra):
+        return None
+    return [(RESOURCES_KEY, resources_signer(pod))]
 
 
 def pod_resource_requests(pod: PodInfo, resources: list[tuple[str, int]], use_requested: bool) -> list[int]:

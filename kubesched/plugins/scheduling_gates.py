@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import PodInfo
 
@@ -16,8 +15,8 @@ def go_string_list(items: list[str]) -> str:
 class SchedulingGates:
     name = "SchedulingGates"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
-        self.handle = handle
+    def __init__(self, args: dict | None, handle: Handle):
+        pass  # no args, nothing of the handle
 
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
         if not pod.scheduling_gates:

@@ -9,8 +9,9 @@ intolerable taints score higher.
 from __future__ import annotations
 
 import operator
-from typing import Any
 
+from kubesched.api.taint import DO_NOT_SCHEDULE_EFFECTS, PREFER_NO_SCHEDULE, Taint, tolerations_tolerate_taint
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
     ActionType,
@@ -20,9 +21,9 @@ from kubesched.framework.interface import (
     NodeScore,
     Status,
 )
-from kubesched.framework.types import NodeInfo, PodInfo, Taint
+from kubesched.framework.signers import TOLERATIONS_KEY, Fragments, tolerations_signer
+from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
-from kubesched.plugins.helper.taint import DO_NOT_SCHEDULE_EFFECTS, PREFER_NO_SCHEDULE, tolerations_tolerate_taint
 
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 PRE_SCORE_STATE_KEY = "PreScoreTaintToleration"
@@ -34,9 +35,11 @@ _TAINTS_OF = operator.attrgetter("taints")
 class TaintToleration:
     name = "TaintToleration"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
-        self.handle = handle
+    def __init__(self, args: dict | None, handle: Handle):
         self._rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED, plugin=self.name)
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return [(TOLERATIONS_KEY, tolerations_signer(pod))]
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT,

@@ -17,12 +17,13 @@ import copy
 import math
 import threading
 import time
-from typing import Any
 
 from kubesched import klog
-from kubesched.backend.volumes import VolumeObjects
+from kubesched.api.selectors import SelectorError, label_selector
 from kubesched.client import ApiError
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, PluginArgsError, Status
+from kubesched.framework.signers import VOLUMES_KEY, Fragments, volumes_signer
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
 from kubesched.plugins.helper.csi_translation import (
@@ -32,7 +33,6 @@ from kubesched.plugins.helper.csi_translation import (
     plugin_of_pv,
     translated_pv,
 )
-from kubesched.plugins.helper.selectors import SelectorError, label_selector
 from kubesched.plugins.helper.volumes import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
@@ -70,12 +70,6 @@ class BindingError(Exception):
     pass
 
 
-def volume_objects(handle: Any) -> VolumeObjects:
-    """The scheduler's storage caches (an empty set for a plugin built without a scheduler)."""
-    volumes = getattr(handle, "volumes", None)
-    return volumes if volumes is not None else VolumeObjects()
-
-
 class PodVolumes:
     """What one node needs for the pod: claims to bind to PVs, claims to provision."""
 
@@ -111,10 +105,10 @@ def _volume_limit(capacity: dict) -> int | None:
 
 class VolumeBinding:
     name = "VolumeBinding"
-    VOLUME_RESOURCES = ("persistentvolumes", "persistentvolumeclaims", "storageclasses", "csinodes",
-                        "csidrivers", "csistoragecapacities")
+    INFORMERS = ("persistentvolumes", "persistentvolumeclaims", "storageclasses", "csinodes",
+                 "csidrivers", "csistoragecapacities")
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
         args = args_dict(args, self.name)
         check_known_fields(args, ("bindTimeoutSeconds", "shape"))
@@ -127,9 +121,12 @@ class VolumeBinding:
         self.shape = validate_shape(args["shape"], "shape") if args.get("shape") is not None else DEFAULT_SHAPE
         scale = 100 // MAX_CUSTOM_PRIORITY_SCORE
         self._score_function = broken_linear_function([(u, s * scale) for u, s in self.shape])
-        self.volumes = volume_objects(handle)
+        self.volumes = handle.volumes
 
     # -- queueing ----------------------------------------------------------------------------
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return [(VOLUMES_KEY, volumes_signer(pod))]
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [
@@ -452,7 +449,7 @@ class VolumeBinding:
     def bind_pod_volumes(self, pod: PodInfo, node_name: str, pod_volumes: PodVolumes) -> None:
         """Write the bindings (PV claimRefs, then claims' selected-node), then wait for the
         PV controller to finish them; on a failed write the unwritten ones are restored."""
-        client = getattr(self.handle, "client", None)
+        client = self.handle.client
         bindings = pod_volumes.static_bindings
         claims = [pvc for pvc, _capacity in pod_volumes.dynamic_provisions]
         written_pvs = written_claims = 0
@@ -471,7 +468,7 @@ class VolumeBinding:
             self._restore(bindings[written_pvs:], [(c, None) for c in claims[written_claims:]])
         deadline = time.monotonic() + self.bind_timeout_seconds
         # Set when the scheduler stops (Scheduler.run): a shutdown must not wait out the timeout.
-        stopping = getattr(self.handle, "stopping", None) or threading.Event()
+        stopping = self.handle.stopping
         while True:
             if self._check_bindings(node_name, bindings, claims):
                 return
@@ -483,7 +480,7 @@ class VolumeBinding:
     def _check_bindings(self, node_name: str, bindings: list[tuple[dict, dict]], claims: list[dict]) -> bool:
         """checkBindings: True when every claim is fully bound to a PV that accepts the node;
         BindingError when the PV controller undid or failed the binding."""
-        node = self.handle.snapshot().get(node_name) if hasattr(self.handle, "snapshot") else None
+        node = self.handle.snapshot().get(node_name)
         labels = node.labels if node is not None else {}
         objects = self.volumes
         for written_pv, pvc in bindings:

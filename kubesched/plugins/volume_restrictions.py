@@ -9,12 +9,12 @@ mode may be used by one pod only, so while any scheduled pod uses it, no node fi
 
 from __future__ import annotations
 
-from typing import Any
-
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
+from kubesched.framework.signers import VOLUMES_KEY, Fragments, volumes_signer
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.volumes import pod_mounts_claim
-from kubesched.plugins.volume_binding import SKIP, volume_objects
+from kubesched.plugins.volume_binding import SKIP
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 ERR_REASON_RWOP_CONFLICT = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
@@ -70,14 +70,17 @@ def _claim_names(pod: PodInfo) -> list[str]:
 
 class VolumeRestrictions:
     name = "VolumeRestrictions"
-    VOLUME_RESOURCES = ("persistentvolumeclaims",)
+    INFORMERS = ("persistentvolumeclaims",)
     _STATE_KEY = "PreFilterVolumeRestrictions"
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
-        self.volumes = volume_objects(handle)
+        self.volumes = handle.volumes
         self._rejected = Status(Code.UNSCHEDULABLE, ERR_REASON_DISK_CONFLICT, plugin=self.name)
         self._rwop_rejected = Status(Code.UNSCHEDULABLE, ERR_REASON_RWOP_CONFLICT, plugin=self.name)
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return [(VOLUMES_KEY, volumes_signer(pod))]
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),

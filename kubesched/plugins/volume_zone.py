@@ -10,12 +10,12 @@ as upstream.
 
 from __future__ import annotations
 
-from typing import Any
-
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
+from kubesched.framework.signers import VOLUMES_KEY, Fragments, volumes_signer
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.volumes import WAIT_FOR_FIRST_CONSUMER, claim_class, pod_mounts_claim
-from kubesched.plugins.volume_binding import SKIP, volume_objects
+from kubesched.plugins.volume_binding import SKIP
 
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
@@ -46,12 +46,15 @@ def _claim_names(pod: PodInfo) -> list[str]:
 
 class VolumeZone:
     name = "VolumeZone"
-    VOLUME_RESOURCES = ("persistentvolumes", "persistentvolumeclaims", "storageclasses")
+    INFORMERS = ("persistentvolumes", "persistentvolumeclaims", "storageclasses")
 
-    def __init__(self, args: dict | None = None, handle: Any = None):
+    def __init__(self, args: dict | None, handle: Handle):
         self.handle = handle
-        self.volumes = volume_objects(handle)
+        self.volumes = handle.volumes
         self._rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_CONFLICT)
+
+    def sign_pod(self, pod: PodInfo) -> Fragments:
+        return [(VOLUMES_KEY, volumes_signer(pod))]
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [

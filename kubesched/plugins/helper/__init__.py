@@ -1,14 +1,12 @@
 """What several plugins share, one file per concern, as upstream's plugins/helper.
 
-selectors      label selectors (apimachinery's labels package) and well-known label keys
-node_affinity  node selector terms, required and preferred node affinity
-taint          taint effects and toleration matching
 normalize_score  DefaultNormalizeScore
 integer        Go's integer division
 args           pluginConfig args decoding with errors that name the field
 cluster_objects  the namespaces, services and controllers affinity and spreading read
 volumes        claims and PersistentVolumes: classes, binding, node affinity, matching (component-helpers/storage)
+csi_translation  in-tree volume plugins as the CSI drivers they migrated to
 
-Selectors are compiled once per pod and matched per node or pod: the matching functions
-are hot paths, written for speed.
+Label selectors, node affinity and taints are the API's own rules, shared beyond plugins:
+they are in kubesched/api/.
 """

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterator
 
+from kubesched.api.node_affinity import NodeSelector
 from kubesched.backend.volumes import BETA_STORAGE_CLASS_ANNOTATION, pv_storage_class
 from kubesched.framework.quantity import QuantityError, int_value
-from kubesched.plugins.helper.node_affinity import NodeSelector
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"

@@ -18,7 +18,7 @@ def test_the_loop_binds_every_pod_of_a_replayed_workload():
     assert record["mode"] == record["qps_profile"] == LOOP_ONLY
     assert record["cpu_ms_per_pod"] > 0 and abs(record["cpu_ms_per_pod"] * 50 / 1000 - record["cpu_s"]) <= 0.006
     assert record["pods_per_s"] > 0 and record["peak_rss_mb"] > 10
-    assert record["feature_gates"] == {"OpportunisticBatching": True}
+    assert record["feature_gates"] == {"OpportunisticBatching": True, "GenericWorkload": False}
 
 
 def test_the_loop_replays_taints_and_init_pods():
@@ -28,20 +28,22 @@ def test_the_loop_replays_taints_and_init_pods():
 
 
 def test_workloads_the_replay_cannot_feed_are_named():
-    assert unsupported_reason(_workload("SchedulingBasic/5000Nodes")) is None
+    assert unsupported_reason(_workload("SchedulingBasic/5000Nodes_10000Pods")) is None
     assert "steady" in unsupported_reason(_workload("SteadyArrival/500Nodes"))
     assert "preemption" in unsupported_reason(_workload("Preemption/500Nodes"))
     assert "informers" in unsupported_reason(_workload("SchedulingCSIPVs/1000Nodes"))
     assert "informers" in unsupported_reason(_workload("SchedulingWithResourceClaimTemplate/500Nodes"))
+    assert "churn" in unsupported_reason(_workload("SchedulingWithMixedChurn/5000Nodes_10000Pods"))
+    assert unsupported_reason(_workload("SchedulingDaemonset/15000Nodes")) is None
 
 
 def test_loop_records_get_their_own_table():
-    record = {"workload": "SchedulingBasic/5000Nodes", "mode": LOOP_ONLY, "scheduler": "kubesched", "nodes": 5000,
+    record = {"workload": "SchedulingBasic/5000Nodes_10000Pods", "mode": LOOP_ONLY, "scheduler": "kubesched", "nodes": 5000,
               "pods": 10000, "bound": 10000, "complete": True, "qps_profile": LOOP_ONLY, "qps": None, "burst": None,
               "pods_per_s": 812.5, "cpu_s": 12.3, "cpu_ms_per_pod": 1.23, "peak_rss_mb": 300.0, "commit": "abc",
-              "busy": False, "load": {"start": {"load1": 0.1, "busy_processes": []},
-                                      "during": {"max_load1": 1.0, "busy_processes": []}}}
+              "busy": False, "load": {"start": {"load1": 0.1},
+                                      "during": {"min_load1": 0.2, "max_load1": 1.0, "other_cpu_s": 0.1}}}
     table = report.markdown_table({"generated": "now", "host": {"cpus": 2, "memory_gib": 24}, "records": [record]})
     assert "The scheduling loop alone" in table
-    assert "| SchedulingBasic/5000Nodes | kubesched | 5,000 | 10,000 | 10,000 | 812.5 | 1.230 | 12.3 | 300 |" in table
-    assert "| SchedulingBasic/5000Nodes | None/None" not in table  # not in the API-server table
+    assert "| SchedulingBasic/5000Nodes_10000Pods | kubesched | 5,000 | 10,000 | 10,000 | 812.5 | 1.230 | 12.3 | 300 |" in table
+    assert "| SchedulingBasic/5000Nodes_10000Pods | None/None" not in table  # not in the API-server table

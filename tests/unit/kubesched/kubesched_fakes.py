@@ -1,4 +1,5 @@
-"""Small plugins and objects for testing the runtime apart from the real plugins.
+"""Small plugins and objects for testing the runtime apart from the real plugins, and the one
+fake API client of the unit tests.
 
 Each fake plugin does one visible thing (rejects nodes by a label, scores by a label), so a
 test reads as "this node is rejected because of that label".
@@ -6,9 +7,12 @@ test reads as "this node is rejected because of that label".
 
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import Any
 
+from kubesched.backend.informers import RESOURCES
+from kubesched.client import ApiError
 from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 from kubesched.framework.types import PodInfo
 
@@ -194,30 +198,141 @@ FAKE_DEFAULT_PLUGINS = [("FakeGates", 0), ("FakeSort", 0), ("FakeLabelFilter", 0
 
 
 class FakeClient:
-    """Records the API calls the scheduler makes; bind fails for pods named in fail_binds."""
+    """The unit tests' API client; nothing leaves the process.
 
-    def __init__(self) -> None:
-        self.binds: list[tuple[str, str, str]] = []
-        self.status_patches: list[tuple[str, str, dict]] = []
-        self.events: list[dict] = []
+    Every call is recorded in `calls` as (verb, target, body): verb is bind, patch_status,
+    delete, create_event, patch_event, list or the HTTP method of request(), target the pod's
+    namespace/name or the path. Writes are answered as the API server answers them (a
+    resourceVersion one higher, a name and uid for a generateName), and come back through
+    `informers` when the client has them, as the watch would bring them. fail(verb, error,
+    match) makes the calls of verb whose target contains match raise error; fail_binds names
+    pods whose bind is refused. `answers` (path -> object) are what get() and request() of
+    that path return. `listings` and `watches` script list_pages() and watch(), one step per
+    call."""
+
+    def __init__(self, informers: Any = None, *, answers: dict | None = None, listings: list | dict | None = None,
+                 watches: list | None = None, stop: Any = None) -> None:
+        self.informers = informers
+        self.answers = dict(answers or {})
+        self.calls: list[tuple[str, str, Any]] = []
         self.fail_binds: set[str] = set()
+        self._failures: list[tuple[str, str, BaseException]] = []
+        self.listings = dict(listings) if isinstance(listings, dict) else list(listings or ())
+        self.watches = list(watches or ())
+        self.watch_rvs: list[str] = []
+        self.stop = stop
+
+    def fail(self, verb: str, error: BaseException, match: str = "") -> None:
+        self._failures.append((verb, match, error))
+
+    def _call(self, verb: str, target: str, body: Any = None) -> None:
+        self.calls.append((verb, target, copy.deepcopy(body)))
+        for failing, match, error in self._failures:
+            if failing == verb and match in target:
+                raise error
+
+    # -- what the scheduling and binding cycles call ----------------------------------------
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         if name in self.fail_binds:
             raise RuntimeError(f"pods \"{name}\" binding refused")
-        self.binds.append((f"{namespace}/{name}", node_name, uid))
+        self._call("bind", f"{namespace}/{name}", {"uid": uid, "node": node_name})
 
     def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict:
-        self.status_patches.append((f"{namespace}/{name}", name, patch))
+        self._call("patch_status", f"{namespace}/{name}", patch)
         return {}
 
+    def delete_pod(self, namespace: str, name: str, uid: str | None = None, grace_period: int | None = None) -> None:
+        self._call("delete", f"{namespace}/{name}", {"uid": uid})
+
     def create_event(self, namespace: str, event: dict, api: str = "events.k8s.io/v1") -> dict:
-        self.events.append(event)
+        self._call("create_event", namespace, event)
         return event
 
     def patch_event(self, namespace: str, name: str, patch: dict) -> dict:
-        self.events.append({"patch": patch, "name": name})
+        self._call("patch_event", f"{namespace}/{name}", patch)
         return {}
 
+    def request(self, method: str, path: str, body: Any = None, params: dict | None = None, **_kwargs: Any) -> dict:
+        self._call(method, path, body)
+        if path in self.answers:
+            return copy.deepcopy(self.answers[path])
+        answer = copy.deepcopy(body) if body is not None else {}
+        meta = answer.setdefault("metadata", {})
+        if method == "POST" and meta.get("generateName"):
+            meta.update(name=meta["generateName"] + "x1y2z", uid="created-uid")
+        meta["resourceVersion"] = str(int(meta.get("resourceVersion") or 1) + 1)
+        resource = _resource_of(path)
+        if self.informers is not None and method in ("POST", "PUT") and resource is not None:
+            self.informers.put(resource, answer)
+        return answer
+
+    def get(self, path: str, params: dict | None = None) -> dict:
+        self._call("GET", path)
+        if path in self.answers:
+            return copy.deepcopy(self.answers[path])
+        if path.rpartition("/")[2] in RESOURCES:
+            return {"items": []}  # a collection the API server serves
+        raise ApiError(404, "NotFound", f"{path} not found")
+
     def list(self, path: str, params: dict | None = None, page_size: int = 0) -> dict:
+        self._call("list", path)
         return {"items": []}
+
+    def list_pages(self, path: str, params: dict | None = None, page_size: int = 0):
+        """The next listing step (or, with listings a dict, the path's): one page (a dict), or
+        several (a list), or an error to raise."""
+        self._call("list", path)
+        empty = {"metadata": {"resourceVersion": "1"}, "items": []}
+        if isinstance(self.listings, dict):
+            step = self.listings.get(path, empty)
+        else:
+            step = self.listings.pop(0) if self.listings else empty
+        for page in step if isinstance(step, list) else [step]:
+            if isinstance(page, Exception):
+                raise page
+            yield page
+
+    def watch(self, path: str, resource_version: str, timeout_seconds: int = 300, bookmarks: bool = True):
+        """The next watch step (events, or an error to raise); with none left, stop is set."""
+        self._call("watch", path, {"resourceVersion": resource_version, "timeoutSeconds": timeout_seconds})
+        self.watch_rvs.append(resource_version)
+        if not self.watches:
+            if self.stop is not None:
+                self.stop.set()
+            return
+        step = self.watches.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        yield from step
+
+    # -- what the tests read back ------------------------------------------------------------
+
+    def made(self, verb: str) -> list[tuple[str, Any]]:
+        """(target, body) of every call of verb, in order."""
+        return [(target, body) for called, target, body in list(self.calls) if called == verb]
+
+    @property
+    def binds(self) -> list[tuple[str, str, str]]:
+        """(namespace/name, node, uid) of every bind."""
+        return [(target, body["node"], body["uid"]) for target, body in self.made("bind")]
+
+    @property
+    def status_patches(self) -> list[tuple[str, str, dict]]:
+        """(namespace/name, name, patch) of every pod status patch."""
+        return [(target, target.rpartition("/")[2], body) for target, body in self.made("patch_status")]
+
+    @property
+    def events(self) -> list[dict]:
+        """The events created, and each patch of one as {"patch": ..., "name": ...}."""
+        return [body if verb == "create_event" else {"patch": body, "name": target.rpartition("/")[2]}
+                for verb, target, body in list(self.calls) if verb in ("create_event", "patch_event")]
+
+    def deleted(self) -> list[str]:
+        """The names of the pods deleted, in order."""
+        return [target.rpartition("/")[2] for target, _body in self.made("delete")]
+
+
+def _resource_of(path: str) -> str | None:
+    """The resource a write's path names: /api/v1/namespaces/ns/persistentvolumeclaims/x -> persistentvolumeclaims."""
+    return next((part for part in reversed(path.strip("/").split("/")) if part in RESOURCES), None)

@@ -19,6 +19,7 @@ from kubesched import jsoncodec
 from kubesched.apiproc import ApiProcesses, ChildLost
 from kubesched.backend.informer import Informer
 from kubesched.client import ClusterCredentials
+from kubesched.framework.handle import Handle
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.default_binder import DefaultBinder
 
@@ -115,9 +116,9 @@ def test_a_failed_request_raises_in_the_caller_and_fails_the_bind(processes):
     with pytest.raises(ChildLost, match="POST /api/v1/namespaces/ns/pods/p/binding"):
         client.bind("ns", "p", "uid-1", "node-1")
     # The Bind plugin turns it into an error status, so the runtime forgets and requeues the pod.
-    handle = type("Handle", (), {"client": client})()
+    handle = Handle(client=client)
     pod = PodInfo({"metadata": {"name": "p", "namespace": "ns", "uid": "uid-1"}, "spec": {}})
-    status = DefaultBinder(handle=handle).bind(None, pod, "node-1")
+    status = DefaultBinder(None, handle).bind(None, pod, "node-1")
     assert status is not None and not status.is_success() and "binding" in status.message()
 
 

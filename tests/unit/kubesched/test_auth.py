@@ -5,6 +5,7 @@ import datetime
 from email.message import Message
 
 import pytest
+from kubesched_fakes import FakeClient
 
 from kubesched.auth import (
     ANONYMOUS_USER,
@@ -25,16 +26,8 @@ class Clock:
         return self.now
 
 
-class FakeReviews:
-    """Counts calls; answers a fixed status (an edge-case stand-in for the API server)."""
-
-    def __init__(self, status):
-        self.status = status
-        self.calls = []
-
-    def request(self, method, path, body=None, **_kw):
-        self.calls.append((method, path, body))
-        return {"status": self.status}
+TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
+ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
 
 def _headers(**values) -> Message:
@@ -103,7 +96,8 @@ def test_request_headers_only_from_an_allowed_front_proxy():
 
 def test_token_reviews_are_cached_for_the_ttl():
     clock = Clock()
-    reviews = FakeReviews({"authenticated": True, "user": {"username": "sa", "groups": ["x"]}})
+    reviews = FakeClient(answers={TOKEN_REVIEWS: {"status": {"authenticated": True,
+                                                             "user": {"username": "sa", "groups": ["x"]}}}})
     auth = DelegatingAuthenticator(token_client=reviews, token_cache_ttl=10, clock=clock)
     for _unused in range(3):
         assert auth.authenticate(None, _headers(Authorization="Bearer t0k")).name == "sa"
@@ -111,14 +105,14 @@ def test_token_reviews_are_cached_for_the_ttl():
     clock.now += 11
     auth.authenticate(None, _headers(Authorization="Bearer t0k"))
     assert len(reviews.calls) == 2
-    reviews.status = {"authenticated": False, "error": "invalid bearer token"}
+    reviews.answers[TOKEN_REVIEWS] = {"status": {"authenticated": False, "error": "invalid bearer token"}}
     with pytest.raises(AuthenticationError, match="invalid bearer token"):
         auth.authenticate(None, _headers(Authorization="Bearer other"))
 
 
 def test_authorization_groups_paths_then_subject_access_review_cached():
     clock = Clock()
-    reviews = FakeReviews({"allowed": False})
+    reviews = FakeClient(answers={ACCESS_REVIEWS: {"status": {"allowed": False}}})
     authz = DelegatingAuthorizer(always_allow_paths=["/healthz", "debug/*"], sar_client=reviews,
                                  allowed_ttl=10, denied_ttl=2, clock=clock)
     user = UserInfo("u", groups=("system:authenticated",))
@@ -131,7 +125,7 @@ def test_authorization_groups_paths_then_subject_access_review_cached():
     assert spec == {"user": "u", "groups": ["system:authenticated"],
                     "nonResourceAttributes": {"path": "/metrics", "verb": "get"}}
     assert len(reviews.calls) == 1
-    reviews.status = {"allowed": True}
+    reviews.answers[ACCESS_REVIEWS] = {"status": {"allowed": True}}
     clock.now += 3  # the denial's TTL (2 s) is over
     assert authz.authorize(user, "get", "/metrics")[0] is True
     assert len(reviews.calls) == 2

@@ -11,6 +11,7 @@ import ssl
 import time
 
 import pytest
+from kubesched_fakes import FakeClient
 
 from kubesched.auth import AUTH_CONFIGMAP, CAReloader, DelegatingAuthenticator, DelegatingAuthorizer
 from kubesched.client import WatchExpired
@@ -143,43 +144,36 @@ def test_an_unchanged_stat_waits_for_the_one_minute_recheck(tmp_path):
     assert authenticator.client_ca_pem == new_pem
 
 
-class PublishedConfigMap:
-    """Canned answers for the configmap's GET and watch (see the module docstring)."""
-
-    def __init__(self, ca_pem: bytes, resource_version: str = "10"):
-        self.object = {"metadata": {"name": "extension-apiserver-authentication", "resourceVersion": resource_version},
-                       "data": {"client-ca-file": ca_pem.decode()}}
-        self.events = []
-        self.watched = []
-
-    def get(self, path):
-        assert path == AUTH_CONFIGMAP
-        return self.object
-
-    def watch(self, path, resource_version, timeout_seconds=300):
-        self.watched.append((path, resource_version, timeout_seconds))
-        yield from self.events
+def published_configmap(ca_pem: bytes, resource_version: str = "10") -> FakeClient:
+    """The configmap as the API server publishes it: its GET's answer; tests script its watch."""
+    return FakeClient(answers={AUTH_CONFIGMAP: {
+        "metadata": {"name": "extension-apiserver-authentication", "resourceVersion": resource_version},
+        "data": {"client-ca-file": ca_pem.decode()}}})
 
 
-def _followed(tmp_path, serve, configmap_class):
+def watched(published: FakeClient) -> list[tuple]:
+    return [(path, body["resourceVersion"], body["timeoutSeconds"]) for path, body in published.made("watch")]
+
+
+def _followed(tmp_path, serve):
     """Two identities (old, new), the configmap publishing old's CA, a server trusting what the
     reloader takes from it, and the reloader."""
     old, new = Identity(str(tmp_path), "alice"), Identity(str(tmp_path), "bob")
-    published = configmap_class(old.ca_pem)
+    published = published_configmap(old.ca_pem)
     authenticator = DelegatingAuthenticator()
     return old, new, published, serve(authenticator), CAReloader(authenticator, lookup_client=published)
 
 
 def test_the_published_client_ca_is_followed_through_its_watch(tmp_path, serve):
-    old, new, published, server, reloader = _followed(tmp_path, serve, PublishedConfigMap)
+    old, new, published, server, reloader = _followed(tmp_path, serve)
     modified = {"metadata": {"resourceVersion": "12"}, "data": {"client-ca-file": new.ca_pem.decode()}}
-    published.events = [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "11"}}},
-                        {"type": "MODIFIED", "object": modified}]
+    published.watches = [[{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "11"}}},
+                          {"type": "MODIFIED", "object": modified}]]
     # The GET's CA first: the handshake trusts it.
-    reloader.apply_configmap(published.object)
+    reloader.apply_configmap(published.get(AUTH_CONFIGMAP))
     assert metrics_status(server, old) == 200 and metrics_status(server, new) != 200
     reloader.watch_configmap_once()
-    assert published.watched == [("/api/v1/watch/namespaces/kube-system/configmaps/extension-apiserver-authentication",
+    assert watched(published) == [("/api/v1/watch/namespaces/kube-system/configmaps/extension-apiserver-authentication",
                                   "10", 60)]
     assert metrics_status(server, new) == 200
     assert metrics_status(server, old) != 200
@@ -188,30 +182,64 @@ def test_the_published_client_ca_is_followed_through_its_watch(tmp_path, serve):
 def test_a_ca_given_by_flag_is_never_replaced_by_the_published_one(tmp_path):
     flag, published = Identity(str(tmp_path), "alice"), Identity(str(tmp_path), "bob")
     authenticator = DelegatingAuthenticator(client_ca_pem=flag.ca_pem)
-    reloader = CAReloader(authenticator, lookup_client=PublishedConfigMap(published.ca_pem))
-    assert not reloader.apply_configmap(PublishedConfigMap(published.ca_pem).object)
+    configmap = published_configmap(published.ca_pem)
+    reloader = CAReloader(authenticator, lookup_client=configmap)
+    assert not reloader.apply_configmap(configmap.get(AUTH_CONFIGMAP))
     assert authenticator.client_ca_pem == flag.ca_pem
     assert not reloader.apply_configmap({"data": {"client-ca-file": "not a certificate"}})
-
-
-class CompactedConfigMap(PublishedConfigMap):
-    """The API server's watch window starts after the configmap's last change: a watch from
-    its resourceVersion is 410 Gone; one without a resourceVersion starts with the object."""
-
-    def watch(self, path, resource_version, timeout_seconds=300):
-        self.watched.append((path, resource_version, timeout_seconds))
-        if resource_version:
-            raise WatchExpired("too old resource version: 10 (3221)")
-        yield from self.events
 
 
 def test_a_configmap_older_than_the_watch_window_is_still_followed(tmp_path, serve):
     """Found in a bench log: the GET's resourceVersion was older than the watch cache, the
     watch raised WatchExpired and the reloader's thread died, so no later CA was taken."""
-    old, new, published, server, reloader = _followed(tmp_path, serve, CompactedConfigMap)
+    old, new, published, server, reloader = _followed(tmp_path, serve)
     current = {"metadata": {"resourceVersion": "3300"}, "data": {"client-ca-file": new.ca_pem.decode()}}
-    published.events = [{"type": "ADDED", "object": current}]
+    # The API server's watch window starts after the configmap's last change: a watch from its
+    # resourceVersion is 410 Gone; one without a resourceVersion starts with the object.
+    published.watches = [WatchExpired("too old resource version: 10 (3221)"), [{"type": "ADDED", "object": current}]]
     reloader.watch_configmap_once()
-    assert [watched[1] for watched in published.watched] == ["10", ""]
+    assert [rv for _path, rv, _timeout in watched(published)] == ["10", ""]
     assert metrics_status(server, new) == 200
     assert metrics_status(server, old) != 200
+
+
+def served_certificate(server: HealthServer) -> bytes:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw, \
+            context.wrap_socket(raw) as tls:
+        return tls.getpeercert(binary_form=True)
+
+
+def test_a_rotated_serving_pair_serves_from_the_next_handshake_without_a_ca_change(tmp_path):
+    """The soak's CA rotation found this: only a client CA reload re-read the serving files, so a
+    serving certificate rotated alone was never served until a restart (kube-scheduler serves it
+    at once). The client CA stays as it was here."""
+    from kubesched.server import _write_pair, self_signed_certificate
+
+    def pair_in(directory, name):
+        directory.mkdir(exist_ok=True)
+        return _write_pair(str(directory), name, *self_signed_certificate("127.0.0.1"))
+
+    cert_file, key_file = pair_in(tmp_path, "serving")
+    server = HealthServer("127.0.0.1", 0, cert_file=cert_file, key_file=key_file,
+                          authenticator=DelegatingAuthenticator(), authorizer=DelegatingAuthorizer())
+    server.start()
+    try:
+        first = served_certificate(server)
+        new_cert, new_key = pair_in(tmp_path / "rotated", "serving")
+        # As a rotation writes them: each file replaced whole, the key first.
+        os.replace(new_key, key_file)
+        os.replace(new_cert, cert_file)
+        new = ssl.PEM_cert_to_DER_cert(open(cert_file).read())
+        assert new != first
+        assert wait_for(lambda: served_certificate(server) == new), "the rotated pair was not served within 10 s"
+
+        # A pair that does not load (a key from another pair) keeps the one in use.
+        _other_cert, other_key = pair_in(tmp_path / "rotated", "other")
+        os.replace(other_key, key_file)
+        assert not server.check_serving_files()
+        assert served_certificate(server) == new
+    finally:
+        server.stop()

@@ -17,20 +17,22 @@ def write_kubeconfig(path, cluster=None, user=None, context="lab"):
     return str(path)
 
 
-def test_embedded_certificates_are_written_to_private_files(tmp_path):
+def test_embedded_data_is_kept_in_memory(tmp_path):
+    """Over plain HTTP the TLS material is not loaded; it is decoded and kept, never written
+    (test_transport.py loads real credentials over TLS)."""
     data = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
-    path = write_kubeconfig(tmp_path / "kc", cluster={"server": "https://127.0.0.1:6443/",
+    path = write_kubeconfig(tmp_path / "kc", cluster={"server": "http://127.0.0.1:6443/",
                                                       "certificate-authority-data": data},
                             user={"client-certificate-data": data, "client-key-data": data})
     creds = load_kubeconfig(path)
-    assert creds.server == "https://127.0.0.1:6443"
-    assert open(creds.ca_file, "rb").read().startswith(b"-----BEGIN")
-    assert creds.cert_file and creds.key_file
+    assert creds.server == "http://127.0.0.1:6443"
+    assert creds.ca_data == creds.cert_data == creds.key_data == b"-----BEGIN CERTIFICATE-----\n"
+    assert (creds.ca_file, creds.cert_file, creds.key_file) == (None, None, None)
 
 
 def test_relative_files_and_token(tmp_path):
     (tmp_path / "ca.crt").write_text("x")
-    path = write_kubeconfig(tmp_path / "kc", cluster={"server": "https://127.0.0.1:6443",
+    path = write_kubeconfig(tmp_path / "kc", cluster={"server": "http://127.0.0.1:6443",
                                                       "certificate-authority": "ca.crt"},
                             user={"token": "abc"})
     creds = load_kubeconfig(path)

@@ -127,6 +127,70 @@ def test_failed_bind_is_forgotten_and_requeued(fake_registry):
     assert [e[1] for e in events(sched)] == ["FailedScheduling"]
 
 
+class AnswerLostClient(FakeClient):
+    """The API server makes the binding of the pods in lose_answer, but the connection resets
+    before its answer arrives; GET answers with the pod as the server has it."""
+
+    def __init__(self, lose_answer, bind_made=True, reachable=True):
+        super().__init__()
+        self.lose_answer = set(lose_answer)
+        self.bind_made = bind_made
+        self.reachable = reachable
+        self.server_side: dict[str, str] = {}
+        self.uids: dict[str, str] = {}
+
+    def bind(self, namespace, name, uid, node_name):
+        if name in self.lose_answer:
+            if self.bind_made:
+                self.server_side[name] = node_name
+            raise ConnectionResetError(104, "Connection reset by peer")
+        super().bind(namespace, name, uid, node_name)
+
+    def get(self, path):
+        if not self.reachable:
+            raise ConnectionRefusedError(111, "Connection refused")
+        name = path.rsplit("/", 1)[1]
+        return {"metadata": {"name": name, "uid": self.uids[name]}, "spec": {"nodeName": self.server_side.get(name, "")}}
+
+
+def test_a_bind_whose_answer_was_lost_but_was_made_keeps_its_room(fake_registry):
+    """The soak's smoke overcommitted a node so: a connection reset under the bind of a pod the
+    API server had bound; kubesched forgot the pod and gave its room to the next one."""
+    first, second = pod_raw("first", cpu="3"), pod_raw("second", cpu="3")
+    client = AnswerLostClient({"first"})
+    client.uids = {"first": first["metadata"]["uid"]}
+    sched, _unused = make(nodes=[node_raw("n1", cpu="4")])
+    sched.client = client
+    for fwk in sched.frameworks.values():
+        fwk.client = client
+    sched.on_pod_add(first)
+    sched.on_pod_add(second)
+    drain(sched)
+    assert client.binds == []  # "second" did not fit beside "first"
+    assert sched.cache.is_assumed(first["metadata"]["uid"])
+    assert sched.cache.nodes["n1"].requested.milli_cpu == 3000
+    assert sorted(e[1] for e in events(sched)) == ["FailedScheduling", "Scheduled"]
+
+
+def test_a_bind_whose_answer_was_lost_and_that_was_not_made_is_forgotten(fake_registry, monkeypatch):
+    from kubesched import schedule_one
+
+    monkeypatch.setattr(schedule_one, "BIND_CHECK_ATTEMPTS", 1)  # no second of waiting between checks
+    for reachable in (True, False):  # not bound, or the API server still away: forgotten as before
+        web = pod_raw("web")
+        client = AnswerLostClient({"web"}, bind_made=False, reachable=reachable)
+        client.uids = {"web": web["metadata"]["uid"]}
+        sched, _unused = make(nodes=[node_raw("n1")])
+        sched.client = client
+        for fwk in sched.frameworks.values():
+            fwk.client = client
+        sched.on_pod_add(web)
+        sched.schedule_one(sched.queue.pop(timeout=0))
+        sched.bind_pool.shutdown(wait=True)
+        assert not sched.cache.is_assumed(web["metadata"]["uid"]), reachable
+        assert sched.queue.where(web["metadata"]["uid"]) == "backoff", reachable
+
+
 def test_foreign_scheduler_name_is_never_touched(fake_registry):
     sched, client = make(profiles=[{"schedulerName": "mine"}], nodes=[node_raw("n1")],
                          pods=[pod_raw("theirs", scheduler="default-scheduler"), pod_raw("ours", scheduler="mine")])

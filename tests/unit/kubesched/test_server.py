@@ -2,6 +2,7 @@
 
 import json
 import ssl
+import tempfile
 import urllib.error
 import urllib.request
 
@@ -55,9 +56,12 @@ def test_metrics_and_unknown_paths_are_authorized_first(server):
     assert get(srv.port, "/nope")[0] == 404
 
 
-def test_openssl_fallback_makes_a_usable_certificate(tmp_path):
-    from kubesched.server import _openssl_self_signed
+def test_openssl_fallback_makes_a_usable_certificate(tmp_path, monkeypatch):
+    from kubesched.server import ServingPair, _openssl_self_signed
 
-    cert, key = _openssl_self_signed("127.0.0.1", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    cert, key = _openssl_self_signed("127.0.0.1")
+    assert list(tmp_path.iterdir()) == []  # openssl's files are gone, the pair is in memory
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
+    ServingPair(cert_pem=cert, key_pem=key).load_into(context)

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
 import pytest
+from lab_fakes import FakeCoreV1
 
 from lab import demo
 
@@ -27,19 +28,6 @@ def live_pod(name: str, node: str | None, scheduler: str = "default-scheduler", 
                                                     deletion_timestamp=START if deleting else None),
                            spec=SimpleNamespace(node_name=node, scheduler_name=scheduler),
                            status=SimpleNamespace(phase=phase or ("Running" if node else "Pending")))
-
-
-class FakeCoreV1:
-    """The two list calls the table makes, over pods and events per namespace."""
-
-    def __init__(self, pods: dict[str, list], events: dict[str, list]):
-        self.pods, self.events = pods, events
-
-    def list_namespaced_pod(self, namespace):
-        return SimpleNamespace(items=self.pods.get(namespace, []))
-
-    def list_namespaced_event(self, namespace, field_selector=None):
-        return SimpleNamespace(items=self.events.get(namespace, []))
 
 
 def as_the_scenarios_say() -> tuple[dict, dict]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from lab_fakes import FakeCoreV1
 
 from lab import demo_stateful
 
@@ -13,23 +14,6 @@ from lab import demo_stateful
 def pv(name: str, node: str, storage_class: str = demo_stateful.STORAGE_CLASS):
     return SimpleNamespace(metadata=SimpleNamespace(name=name), spec=SimpleNamespace(storage_class_name=storage_class),
                            raw=demo_stateful.local_volume(node) | {"metadata": {"name": name}})
-
-
-class FakeCoreV1:
-    """The three list calls the table makes."""
-
-    def __init__(self, pods, claims, volumes):
-        self.pods, self.claims, self.volumes = pods, claims, volumes
-        self.api_client = SimpleNamespace(sanitize_for_serialization=lambda volume: volume.raw)
-
-    def list_namespaced_pod(self, namespace):
-        return SimpleNamespace(items=self.pods)
-
-    def list_namespaced_persistent_volume_claim(self, namespace):
-        return SimpleNamespace(items=self.claims)
-
-    def list_persistent_volume(self):
-        return SimpleNamespace(items=self.volumes)
 
 
 def cluster(placements: dict[int, tuple[str, str]], phase: str = "Running", claim_phase: str = "Bound"):
@@ -42,7 +26,8 @@ def cluster(placements: dict[int, tuple[str, str]], phase: str = "Running", clai
                                       spec=SimpleNamespace(volume_name=demo_stateful.pv_name(pv_node)),
                                       status=SimpleNamespace(phase=claim_phase)))
     volumes = [pv(demo_stateful.pv_name(n), n) for n in demo_stateful.PV_NODES]
-    return FakeCoreV1(pods, claims, volumes)
+    namespace = demo_stateful.NAMESPACE
+    return FakeCoreV1({namespace: pods}, claims={namespace: claims}, volumes=volumes)
 
 
 ONE_PER_PV_NODE = {0: ("demo-node-1", "demo-node-1"), 1: ("demo-node-0", "demo-node-0"),

@@ -100,7 +100,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_graph_sees_the_tree():
     graph = import_graph(module_files())
     assert "kubesched.schedule_one" in graph["kubesched.scheduler"]
-    assert "kubesched.plugins.names" in graph["kubesched.config.load"]
+    assert "kubesched.config.default_plugins" in graph["kubesched.config.load"]
     assert "ansible_collections.kubesched.scheduler.plugins.module_utils.errors" in \
         graph["ansible_collections.kubesched.scheduler.plugins.modules.node_taint"]
     assert "lab.pod_watch" in graph["tests.bench.runner"]
@@ -117,6 +117,11 @@ def test_no_import_cycle():
     ({"a": "", "a.b": "import c", "c": "from a.b import y"}, ["a.b", "c", "a.b"]),
 ])
 def test_cycles_are_found_through_function_level_and_relative_imports(tmp_path, source, cycle):
+    assert find_cycle(import_graph(write_modules(tmp_path, source))) == cycle
+
+
+def write_modules(tmp_path: Path, source: dict[str, str]) -> dict[str, Path]:
+    """Module name -> text written as files under tmp_path; name -> path."""
     modules = {}
     for name, text in source.items():
         is_package = any(other.startswith(name + ".") for other in source)
@@ -124,4 +129,4 @@ def test_cycles_are_found_through_function_level_and_relative_imports(tmp_path, 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         modules[name] = path
-    assert find_cycle(import_graph(modules)) == cycle
+    return modules

@@ -2,6 +2,8 @@
 
 import threading
 
+from kubesched_fakes import FakeClient
+
 from kubesched.backend import informer as informer_module
 from kubesched.backend.informer import Informer
 from kubesched.client import WatchExpired
@@ -11,37 +13,9 @@ def obj(name, rv):
     return {"metadata": {"name": name, "resourceVersion": rv}}
 
 
-class ScriptedClient:
-    """Each list() and watch() call takes the next step of a script."""
-
-    def __init__(self, lists, watches, stop):
-        self.lists = list(lists)
-        self.watches = list(watches)
-        self.stop = stop
-        self.watch_rvs = []
-
-    def list_pages(self, path, params=None, page_size=0):
-        """A listing step is one page (a dict) or several (a list of dicts, the last with the resourceVersion)."""
-        step = self.lists.pop(0)
-        for page in step if isinstance(step, list) else [step]:
-            if isinstance(page, Exception):
-                raise page
-            yield page
-
-    def watch(self, path, resource_version, timeout_seconds=300, bookmarks=True):
-        self.watch_rvs.append(resource_version)
-        if not self.watches:
-            self.stop.set()
-            return
-        step = self.watches.pop(0)
-        if isinstance(step, Exception):
-            raise step
-        yield from step
-
-
 def run(lists, watches):
     stop = threading.Event()
-    client = ScriptedClient(lists, watches, stop)
+    client = FakeClient(listings=lists, watches=watches, stop=stop)
     seen = []
     inf = Informer(client, "/api/v1/nodes", name="nodes",
                    on_add=lambda o: seen.append(("add", o["metadata"]["name"])),

@@ -10,6 +10,7 @@ from kubesched_fakes import FakeSort, node_raw, pod_raw
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.queue import BACKOFF, UNSCHEDULABLE, Nominator, SchedulingQueue
 from kubesched.eventhandlers import EventHandlers, node_scheduling_properties_change
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import ActionType, ClusterEvent, EventResource
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.node_affinity import NodeAffinity
@@ -24,17 +25,6 @@ class Clock:
 
     def __call__(self):
         return self.now
-
-
-class Handle:
-    def snapshot(self):
-        return None
-
-    def client(self):
-        return None
-
-    def parallelism(self):
-        return 1
 
 
 PLUGINS = {cls.name: cls for cls in (NodeAffinity, NodeResourcesFit, NodeUnschedulable, TaintToleration)}

@@ -3,6 +3,8 @@
 import copy
 import threading
 
+from kubesched_fakes import FakeClient
+
 from kubesched.backend.informer import Informer
 from kubesched.backend.trim import trim_metadata, trim_node, trim_pod
 from kubesched.framework.types import NodeInfo, PodInfo
@@ -113,18 +115,13 @@ def test_trimmed_node_keeps_what_the_node_info_reads():
 def test_informer_stores_and_reports_transformed_objects():
     stop = threading.Event()
 
-    class Client:
-        def list_pages(self, path, params=None, page_size=0):
-            yield {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": [full_pod()]}
-
-        def watch(self, path, resource_version, timeout_seconds=300, bookmarks=True):
-            modified = full_pod()
-            modified["metadata"]["resourceVersion"] = "43"
-            yield {"type": "MODIFIED", "object": modified}
-            stop.set()
-
+    modified = full_pod()
+    modified["metadata"]["resourceVersion"] = "43"
+    client = FakeClient(listings=[{"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                                   "items": [full_pod()]}],
+                        watches=[[{"type": "MODIFIED", "object": modified}]], stop=stop)
     seen = []
-    informer = Informer(Client(), "/api/v1/pods", name="pods", on_add=seen.append,
+    informer = Informer(client, "/api/v1/pods", name="pods", on_add=seen.append,
                         on_update=lambda old, new: seen.append(new), on_delete=seen.append, transform=trim_pod)
     informer.stop = stop
     informer.run()

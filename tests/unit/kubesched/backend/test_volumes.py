@@ -1,9 +1,10 @@
-"""The storage caches: informers only for enabled volume plugins, the assume cache, the PV
+"""The storage objects: informers only for enabled volume plugins, the assume cache, the PV
 class index, and storage events requeueing only the pods whose QueueingHint agrees."""
 
 import random
 
-from kubesched.backend.volumes import OutOfSync, VolumeObjects
+from kubesched.backend.informers import InformerRegistry
+from kubesched.backend.volumes import STORAGE_RESOURCES, OutOfSync, VolumeObjects
 from kubesched.config import parse_config
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler
@@ -17,20 +18,22 @@ def pv(name, rv, storage_class="fast", **spec):
 
 
 def test_pvs_are_indexed_by_class_and_follow_updates():
-    objects = VolumeObjects()
-    objects.add("persistentvolumes", pv("a", 1))
-    objects.add("persistentvolumes", pv("b", 2, storage_class="slow"))
+    informers = InformerRegistry()
+    objects = VolumeObjects(informers)
+    informers.put("persistentvolumes", pv("a", 1))
+    informers.put("persistentvolumes", pv("b", 2, storage_class="slow"))
     assert [p["metadata"]["name"] for p in objects.pvs_of_class("fast")] == ["a"]
-    objects.add("persistentvolumes", pv("a", 3, storage_class="slow"))
+    informers.put("persistentvolumes", pv("a", 3, storage_class="slow"))
     assert objects.pvs_of_class("fast") == []
     assert sorted(p["metadata"]["name"] for p in objects.pvs_of_class("slow")) == ["a", "b"]
-    objects.apply("persistentvolumes", pv("b", 2), None)
+    informers.remove("persistentvolumes", pv("b", 2))
     assert [p["metadata"]["name"] for p in objects.pvs_of_class("slow")] == ["a"]
 
 
 def test_assume_restore_and_expiry():
-    objects = VolumeObjects()
-    objects.add("persistentvolumes", pv("a", 1))
+    informers = InformerRegistry()
+    objects = VolumeObjects(informers)
+    informers.put("persistentvolumes", pv("a", 1))
     assumed = pv("a", 1, claimRef={"name": "c"})
     objects.assume("persistentvolumes", assumed)
     assert objects.pv("a") is assumed and objects.pvs_of_class("fast") == [assumed]
@@ -38,7 +41,7 @@ def test_assume_restore_and_expiry():
     objects.restore("persistentvolumes", assumed)
     assert objects.pv("a")["spec"] == {"storageClassName": "fast"}
     objects.assume("persistentvolumes", assumed)
-    objects.add("persistentvolumes", pv("a", 2))  # a newer object replaces the assumed one
+    informers.put("persistentvolumes", pv("a", 2))  # a newer object replaces the assumed one
     assert objects.pv("a")["metadata"]["resourceVersion"] == "2"
     try:
         objects.assume("persistentvolumes", assumed)
@@ -53,12 +56,15 @@ def scheduler(plugins_disabled=()):
     return Scheduler(parse_config({**BASE, "profiles": [profile]}), None, rng=random.Random(1))
 
 
+def storage_informers(sched):
+    return {r for r in sched.informers.requested if r in STORAGE_RESOURCES}
+
+
 def test_storage_informers_only_for_enabled_volume_plugins():
-    assert scheduler().volume_resources == {
-        "persistentvolumes", "persistentvolumeclaims", "storageclasses", "csinodes", "csidrivers",
-        "csistoragecapacities", "volumeattachments"}
-    assert scheduler(["VolumeBinding", "NodeVolumeLimits", "VolumeZone"]).volume_resources == {"persistentvolumeclaims"}
-    assert scheduler(VOLUME_PLUGINS).volume_resources == set()
+    assert storage_informers(scheduler()) == set(STORAGE_RESOURCES)
+    assert storage_informers(scheduler(["VolumeBinding", "NodeVolumeLimits", "VolumeZone"])) == \
+        {"persistentvolumeclaims"}
+    assert storage_informers(scheduler(VOLUME_PLUGINS)) == set()
 
 
 def claim_pod(name, claim):
@@ -77,7 +83,7 @@ def test_claim_event_requeues_only_the_pod_that_uses_the_claim():
         sched.queue.add_unschedulable_if_not_present(popped)
         waiting[name] = popped
     claim = {"metadata": {"name": "data", "namespace": "default", "resourceVersion": "5"}, "spec": {}}
-    sched.volumes.add("persistentvolumeclaims", claim)
+    sched.informers.put("persistentvolumeclaims", claim)
     moved = set()
     while (pod := sched.queue.pop(timeout=0.05)) is not None:
         moved.add(pod.name)

@@ -7,6 +7,9 @@ from kubesched.dra.allocator import AllocationError, Allocator, FailedOnNode
 from kubesched.dra.cel import SelectorCache
 from kubesched.framework.types import NodeInfo
 
+# Every test once per CEL backend (conftest.cel_backend).
+pytestmark = pytest.mark.usefixtures("cel_backend")
+
 
 def node(name="n1", labels=None):
     return NodeInfo({"metadata": {"name": name, "labels": labels or {}}, "status": {"allocatable": {}}})

@@ -1,55 +1,35 @@
-"""DynamicResources at each extension point, with an in-memory manager and a recording client
-(edge cases; the lab tests run it against a real API server beside kube-scheduler)."""
+"""DynamicResources at each extension point, with the manager fed through the informers and the
+fake client (edge cases; the lab tests run it against a real API server beside kube-scheduler)."""
 
-import copy
-
+import pytest
 from dra_objects import DRIVER, claim, device_class, gpu_slice, request
+from kubesched_fakes import FakeClient
 
 from kubesched.client import ApiError
-from kubesched.dra.manager import DRAManager
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Code, CycleState
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.dynamic_resources import DynamicResources
 
-
-class RecordingClient:
-    def __init__(self, fail_status_update=False):
-        self.calls = []
-        self.fail_status_update = fail_status_update
-
-    def request(self, method, path, body=None, **kwargs):
-        self.calls.append((method, path, copy.deepcopy(body)))
-        if self.fail_status_update and path.endswith("/status"):
-            raise ApiError(500, "InternalError", "etcd is sad")
-        out = copy.deepcopy(body)
-        if method == "POST":
-            out["metadata"].update(name=out["metadata"]["generateName"] + "x1y2z", uid="created-uid")
-        out["metadata"]["resourceVersion"] = str(int(out["metadata"].get("resourceVersion") or 1) + 1)
-        return out
-
-    def patch_pod_status(self, namespace, name, patch):
-        self.calls.append(("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", patch))
-        return {}
-
-    def get(self, path):
-        raise AssertionError(f"unexpected GET {path}")
-
-
-class Handle:
-    def __init__(self, client):
-        self.client = client
+# Every test once per CEL backend (conftest.cel_backend).
+pytestmark = pytest.mark.usefixtures("cel_backend")
 
 
 def plugin(claims=(), slices=(), classes=None, client=None):
-    p = DynamicResources(None, Handle(client or RecordingClient()))
-    p.manager = DRAManager()
+    handle = Handle(client=client or FakeClient())
     for c in claims:
-        p.manager.put_claim(c)
+        handle.informers.put("resourceclaims", c)
     for s in slices:
-        p.manager.slices[s["metadata"]["name"]] = s
+        handle.informers.put("resourceslices", s)
     for c in (classes if classes is not None else [device_class()]):
-        p.manager.classes[c["metadata"]["name"]] = c
-    return p
+        handle.informers.put("deviceclasses", c)
+    return DynamicResources(None, handle)
+
+
+def failing_status_update():
+    client = FakeClient()
+    client.fail("PUT", ApiError(500, "InternalError", "etcd is sad"), match="/status")
+    return client
 
 
 def pod(name="p", claims=(("gpu", "claim"),), statuses=None):
@@ -135,7 +115,7 @@ def test_reserved_device_is_not_given_to_the_next_pod_and_unreserve_frees_it():
 
 
 def test_pre_bind_writes_finalizer_allocation_and_reservation():
-    client = RecordingClient()
+    client = FakeClient()
     p = plugin([claim()], [gpu_slice("n1", 2)], client=client)
     the_pod = pod()
     state, _unused = cycle(p, the_pod, [node("n1")])
@@ -155,7 +135,7 @@ def test_pre_bind_writes_finalizer_allocation_and_reservation():
 
 
 def test_failed_pre_bind_leaves_no_allocation_behind():
-    p = plugin([claim()], [gpu_slice("n1", 1)], client=RecordingClient(fail_status_update=True))
+    p = plugin([claim()], [gpu_slice("n1", 1)], client=failing_status_update())
     the_pod = pod()
     state, _unused = cycle(p, the_pod, [node("n1")])
     p.filter(state, the_pod, node("n1"))
@@ -173,7 +153,7 @@ def test_claim_allocated_elsewhere_and_reserved_only_for_this_pod_is_deallocated
                        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
                            {"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}},
         "reservedFor": [{"resource": "pods", "name": "p", "uid": "uid-p"}]}
-    client = RecordingClient()
+    client = FakeClient()
     p = plugin([allocated], [gpu_slice("n1", 1)], client=client)
     the_pod = pod()
     state, _unused = cycle(p, the_pod, [node("n1")])
@@ -211,7 +191,7 @@ def extended_class():
 
 
 def test_extended_resource_backed_by_dra_gets_devices_and_a_claim_made_in_pre_bind():
-    client = RecordingClient()
+    client = FakeClient()
     p = plugin([], [gpu_slice("n1", 4)], [extended_class()], client=client)
     the_pod = gpu_pod()
     state, status = cycle(p, the_pod, [node("n1")])
@@ -227,7 +207,7 @@ def test_extended_resource_backed_by_dra_gets_devices_and_a_claim_made_in_pre_bi
         "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 2}}]}}
     assert status_path.endswith("/resourceclaims/p-extended-resources-x1y2z/status")
     assert [r["device"] for r in status_body["status"]["allocation"]["devices"]["results"]] == ["gpu-0", "gpu-1"]
-    assert (patch, pod_path) == ("PATCH", "/api/v1/namespaces/default/pods/p/status")
+    assert (patch, pod_path) == ("patch_status", "default/p")
     assert pod_patch["status"]["extendedResourceClaimStatus"] == {
         "requestMappings": [{"containerName": "main", "resourceName": "example.com/gpu",
                              "requestName": "container-0-request-0"}],
@@ -242,7 +222,7 @@ def test_extended_resource_on_a_node_with_a_device_plugin_uses_the_nodes_allocat
                             "status": {"allocatable": {"pods": "10", "example.com/gpu": "4"}}})
     assert p.filter(state, the_pod, with_plugin) is None
     assert p.reserve(state, the_pod, "n1") is None and p.pre_bind(state, the_pod, "n1") is None
-    assert p._client.calls == []
+    assert p.handle.client.calls == []
 
 
 def test_extended_resource_without_free_devices_cannot_allocate():
@@ -252,19 +232,16 @@ def test_extended_resource_without_free_devices_cannot_allocate():
     assert p.filter(state, the_pod, node("n1")).reasons == ["cannot allocate all claims"]
 
 
-def test_node_resources_fit_leaves_a_dra_backed_resource_to_dynamic_resources(monkeypatch):
-    from kubesched.dra import manager as manager_module
+def test_node_resources_fit_leaves_a_dra_backed_resource_to_dynamic_resources():
     from kubesched.plugins.node_resources_fit import NodeResourcesFit
 
-    dra = DRAManager()
-    dra.classes["gpu.example.com"] = extended_class()
-    monkeypatch.setattr(manager_module, "_managers", {id(None): dra})
-    fit = NodeResourcesFit()
+    handle = Handle()
+    handle.informers.put("deviceclasses", extended_class())
+    fit = NodeResourcesFit(None, handle)
     state = CycleState()
     fit.pre_filter(state, gpu_pod(), [])
     assert fit.filter(state, gpu_pod(), node("n1")) is None
-    del dra.classes["gpu.example.com"]
-    dra._extended = None
+    handle.informers.remove("deviceclasses", extended_class())
     state = CycleState()
     fit.pre_filter(state, gpu_pod(), [])
     assert fit.filter(state, gpu_pod(), node("n1")).reasons == ["Insufficient example.com/gpu"]
@@ -272,9 +249,9 @@ def test_node_resources_fit_leaves_a_dra_backed_resource_to_dynamic_resources(mo
 
 def test_device_taint_rule_taints_the_devices_it_selects():
     p = plugin([claim()], [gpu_slice("n1", 2)])
-    p.manager.taint_rules["maintenance"] = {"metadata": {"name": "maintenance"}, "spec": {
+    p.handle.informers.put("devicetaintrules", {"metadata": {"name": "maintenance"}, "spec": {
         "deviceSelector": {"driver": DRIVER, "pool": "n1", "device": "gpu-0"},
-        "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}
+        "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}})
     the_pod = pod()
     state, _unused = cycle(p, the_pod, [node("n1")])
     assert p.filter(state, the_pod, node("n1")) is None
@@ -282,13 +259,3 @@ def test_device_taint_rule_taints_the_devices_it_selects():
         "gpu-1"]
     # The informer's object is left as the API server sent it.
     assert "taints" not in p.manager.slices[f"n1-{DRIVER}"]["spec"]["devices"][0]
-
-
-def test_resources_the_api_server_does_not_serve_get_no_informer():
-    from kubesched.dra.manager import _served
-
-    class NotServed:
-        def get(self, path, params=None):
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
-
-    assert _served(NotServed(), "/apis/resource.k8s.io/v1/devicetaintrules") is False

@@ -16,7 +16,7 @@ from kubesched.config import parse_config
 from kubesched.framework import batch as batch_module
 from kubesched.framework.batch import ScoredNode, SortedScoredNodes
 from kubesched.framework.types import PodInfo
-from kubesched.plugins.signers import SIGNERS
+from kubesched.plugins.image_locality import ImageLocality
 from kubesched.scheduler import Scheduler
 
 BASE = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -171,7 +171,7 @@ def test_signature_covers_what_plugins_read_and_nothing_else():
 
 
 def test_a_plugin_without_a_signer_turns_signatures_off(monkeypatch):
-    monkeypatch.delitem(SIGNERS, "ImageLocality")
+    monkeypatch.delattr(ImageLocality, "sign_pod")
     fwk = scheduler().frameworks["default-scheduler"]
     assert fwk.signers is None and fwk.sign_pod(PodInfo(batch_pod("p"))) is None
 

@@ -1,11 +1,12 @@
 """The Framework: extension-point lists from profiles, weights, filters, scores, handle."""
 
+import numpy as np
 import pytest
 from kubesched_fakes import FAKE_REGISTRY, node_raw, pod
 
 from kubesched.config import parse_config
 from kubesched.framework.interface import Code, CycleState, PreFilterResult, Status
-from kubesched.framework.runtime import Framework, FrameworkError, ScoreError
+from kubesched.framework.runtime import Framework, FrameworkError, NodeScores, ScoreError
 from kubesched.framework.types import NodeInfo
 
 BASE = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -91,6 +92,19 @@ def test_scores_are_normalised_and_weighted(fake_registry):
     # FakeScore weight 2; FakeLeastPods normalised: a has 0 pods -> 100, b has the most -> 0.
     assert totals == [10 * 2 + 100, 50 * 2 + 0]
     assert breakdown["FakeScore"] == {"a": 20, "b": 100}
+
+
+def test_a_plugins_scores_read_as_a_dict_by_scan_and_then_by_index():
+    names = [f"n{i}" for i in range(10)]
+    scores = NodeScores(names, np.arange(10, dtype=np.int64) * 3)
+    assert "n4" in scores and "other" not in scores and len(scores) == 10 and list(scores) == names
+    # More lookups than NodeScores.SCANS: the later ones go through the index, with the same answers.
+    assert [scores[name] for name in reversed(names)] == [3 * i for i in reversed(range(10))]
+    assert isinstance(scores["n1"], int) and scores.get("other", -1) == -1
+    fresh = NodeScores(names, np.zeros(10, dtype=np.int64))
+    with pytest.raises(KeyError):
+        fresh["other"]
+    assert fresh.get("n9") == 0 and dict(fresh) == dict.fromkeys(names, 0)
 
 
 def test_out_of_range_score_is_an_error(fake_registry):

@@ -1,4 +1,4 @@
-"""Builders for pods, nodes and a fake framework handle, as upstream's st.MakePod/MakeNode.
+"""Builders for pods and nodes, as upstream's st.MakePod/MakeNode, and the handle plugin tests give.
 
 A pod gets one container per requests mapping, as st.MakePod().Req(...) does; a pod built
 without requests has no containers at all, so no non-zero defaults apply to it.
@@ -9,6 +9,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from kubesched_fakes import FakeClient
+
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import CycleState, NodeScore, Status, is_success
 from kubesched.framework.snapshot import Snapshot
 from kubesched.framework.types import NodeInfo, PodInfo
@@ -100,43 +103,6 @@ def place(node: NodeInfo, *pods: PodInfo) -> NodeInfo:
     return node
 
 
-class FakeClient:
-    def __init__(self) -> None:
-        self.calls: list[tuple] = []
-        self.fail_delete: BaseException | None = None
-
-    def bind(self, namespace, name, uid, node_name):
-        self.calls.append(("bind", namespace, name, uid, node_name))
-
-    def delete_pod(self, namespace, name, uid=None, grace_period=None):
-        if self.fail_delete is not None:
-            raise self.fail_delete
-        self.calls.append(("delete", namespace, name, uid))
-
-    def patch_pod_status(self, namespace, name, patch):
-        self.calls.append(("patch_status", namespace, name, patch))
-
-    def list(self, path):
-        self.calls.append(("list", path))
-        return {"items": []}
-
-
-class FakeNominator:
-    def __init__(self) -> None:
-        self.nominated: dict[str, list[PodInfo]] = {}
-
-    def nominated_pods_for_node(self, node_name):
-        return list(self.nominated.get(node_name, ()))
-
-    def add_nominated_pod(self, pod, node_name):
-        self.nominated.setdefault(node_name, []).append(pod)
-
-    def delete_nominated_pod_if_exists(self, pod):
-        for pods in self.nominated.values():
-            if pod in pods:
-                pods.remove(pod)
-
-
 class FakeRecorder:
     def __init__(self) -> None:
         self.events: list[tuple] = []
@@ -145,32 +111,30 @@ class FakeRecorder:
         self.events.append((obj["metadata"]["name"], type_, reason, action, message))
 
 
-class FakeHandle:
-    """The runtime's handle as plugins see it; filter plugins given here back the
-    run_filter_plugins_with_nominated_pods / pre-filter extension calls."""
+NAMESPACED = ("services", "replicationcontrollers", "replicasets", "statefulsets", "poddisruptionbudgets")
+
+
+class FakeHandle(Handle):
+    """The null Handle with what one plugin's test needs: a snapshot of the nodes, the fake
+    client and event recorder, the objects (resource -> list, namespaced ones in "default"
+    unless they say otherwise) in the informers as a watch would bring them, and the filter
+    plugins given here behind the plugin runners preemption calls."""
 
     def __init__(self, nodes: list[NodeInfo] = (), *, pdbs: list | None = None, objects: dict | None = None,
                  filters: list | None = None):
-        self._snapshot = Snapshot(list(nodes))
-        self.client = FakeClient()
-        self.nominator = FakeNominator()
-        self.event_recorder = FakeRecorder()
-        self.parallelism = 4
-        self.pdbs = list(pdbs or ())
-        self.objects = objects or {}
+        super().__init__(event_recorder=FakeRecorder(), parallelism=4, snapshot=Snapshot(list(nodes)))
+        self.client = FakeClient(self.informers)
+        for resource, items in {**(objects or {}), "poddisruptionbudgets": list(pdbs or ())}.items():
+            for obj in items:
+                if resource in NAMESPACED:
+                    obj.setdefault("metadata", {}).setdefault("namespace", "default")
+                self.informers.put(resource, obj)
         self.filters = list(filters or ())
 
-    def snapshot(self) -> Snapshot:
-        return self._snapshot
-
-    def pdb_lister(self) -> list:
-        return list(self.pdbs)
-
-    def list_objects(self, resource: str, namespace: str | None = None) -> list[dict]:
-        items = self.objects.get(resource, [])
-        if namespace is None:
-            return items
-        return [o for o in items if o.get("metadata", {}).get("namespace", "default") == namespace]
+    def add(self, resource: str, *objs: dict) -> "FakeHandle":
+        for obj in objs:
+            self.informers.put(resource, obj)
+        return self
 
     def run_filter_plugins_with_nominated_pods(self, state, pod, node_info) -> Status | None:
         for plugin in self.filters:

@@ -4,8 +4,8 @@ cases come from their own tests (aws_ebs_test.go, gce_pd_test.go, in_tree_volume
 csi_test.go's "in-tree volume migration" and "mixed volumes" tables)."""
 
 import pytest
-from plugin_builders import code_and_reasons, make_node, make_pod, place
-from volume_builders import StorageHandle, make_class, make_pv, make_pvc
+from plugin_builders import FakeHandle, code_and_reasons, make_node, make_pod, place
+from volume_builders import make_class, make_pv, make_pvc
 
 from kubesched.framework.interface import Code, CycleState
 from kubesched.plugins.helper import csi_translation as csi
@@ -134,7 +134,7 @@ def _pv(driver, j):
 
 
 def _handle(drivers, limit_source, max_vols, nodes):
-    handle = StorageHandle(nodes)
+    handle = FakeHandle(nodes)
     handle.add("storageclasses", make_class("csi-sc", provisioner=drivers[0]))
     for driver in drivers:
         for j in range(4):
@@ -223,7 +223,7 @@ def test_bound_in_tree_pv_is_checked_in_the_drivers_topology_where_the_csinode_m
     # but for different plugins.
     nodes = [make_node("ga", labels={"topology.kubernetes.io/zone": "z1"}),
              make_node("csi", labels={ebs_zone: "z1"})]
-    handle = StorageHandle(nodes)
+    handle = FakeHandle(nodes)
     handle.add("storageclasses", make_class("now", mode="Immediate"))
     pv = make_pv("ebs", storage_class="now", phase="Bound", affinity={"required": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1"]}]}]}})

@@ -8,16 +8,12 @@ def test_bind_posts_a_binding_for_the_pod():
     handle = FakeHandle()
     pod = make_pod("web", "ns1", uid="u1")
     assert DefaultBinder(None, handle).bind(CycleState(), pod, "node1") is None
-    assert handle.client.calls == [("bind", "ns1", "web", "u1", "node1")]
+    assert handle.client.binds == [("ns1/web", "node1", "u1")]
 
 
 def test_bind_failure_is_an_error_status():
-    class FailingClient:
-        def bind(self, *args):
-            raise RuntimeError("conflict: pod already bound")
-
     handle = FakeHandle()
-    handle.client = FailingClient()
+    handle.client.fail("bind", RuntimeError("conflict: pod already bound"))
     status = DefaultBinder(None, handle).bind(CycleState(), make_pod(), "node1")
     assert status.code == Code.ERROR and status.plugin == "DefaultBinder"
     assert "already bound" in status.message()

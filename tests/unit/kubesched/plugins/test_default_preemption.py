@@ -42,7 +42,7 @@ def preempt(plugin, handle, pod, statuses=None):
 
 
 def deleted(handle):
-    return [c[2] for c in handle.client.calls if c[0] == "delete"]
+    return handle.client.deleted()
 
 
 def test_evicts_only_what_is_needed_lowest_priority_first():
@@ -59,16 +59,16 @@ def test_victim_gets_disruption_target_then_is_deleted_and_an_event():
     pod = make_pod("hi", priority=10, reqs=[{"cpu": "1"}], uid="uid-hi")
     preempt(plugin, handle, pod)
     patch, delete = handle.client.calls[0], handle.client.calls[1]
-    assert patch[0] == "patch_status" and patch[2] == "p1"
-    (condition,) = patch[3]["status"]["conditions"]
+    assert patch[:2] == ("patch_status", "default/p1")
+    (condition,) = patch[2]["status"]["conditions"]
     assert condition["type"] == "DisruptionTarget" and condition["status"] == "True"
     assert condition["reason"] == "PreemptionByScheduler"
     assert condition["message"] == "default-scheduler: preempting to accommodate a higher priority pod"
-    assert delete[0] == "delete" and delete[2] == "p1" and delete[3].startswith("uid-p1")
+    assert delete[:2] == ("delete", "default/p1") and delete[2]["uid"].startswith("uid-p1")
     assert handle.event_recorder.events == [("p1", "Normal", "Preempted", "Preempting",
                                              "Preempted by pod uid-hi on node node1")]
     # The framework, not the plugin, nominates the preemptor from PostFilter's result.
-    assert not any(c[2] == "hi" for c in handle.client.calls)
+    assert not any(c[1] == "default/hi" for c in handle.client.calls)
 
 
 def test_lower_priority_nominated_pods_lose_their_nomination():
@@ -78,8 +78,8 @@ def test_lower_priority_nominated_pods_lose_their_nomination():
     handle.nominator.add_nominated_pod(waiting_low, "node1")
     handle.nominator.add_nominated_pod(waiting_high, "node1")
     preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
-    assert ("patch_status", "default", "waiting-low", {"status": {"nominatedNodeName": None}}) in handle.client.calls
-    assert not any(c[2] == "waiting-high" for c in handle.client.calls)
+    assert ("patch_status", "default/waiting-low", {"status": {"nominatedNodeName": None}}) in handle.client.calls
+    assert not any(c[1] == "default/waiting-high" for c in handle.client.calls)
     assert waiting_high in handle.nominator.nominated_pods_for_node("node1")
     assert waiting_low not in handle.nominator.nominated_pods_for_node("node1")
 
@@ -227,7 +227,7 @@ def test_victims_already_terminating_are_not_deleted_again():
 
 def test_api_error_fails_the_preemption():
     plugin, handle, _unused = setup({"node1": [low("p1", 1, cpu="2")]})
-    handle.client.fail_delete = RuntimeError("apiserver down")
+    handle.client.fail("delete", RuntimeError("apiserver down"))
     nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert nominated is None and status.code == Code.ERROR and "apiserver down" in status.message()
 
@@ -237,7 +237,7 @@ def test_victim_already_gone_is_fine():
         status = 404
 
     plugin, handle, _unused = setup({"node1": [low("p1", 1, cpu="2")]})
-    handle.client.fail_delete = NotFound("gone")
+    handle.client.fail("delete", NotFound("gone"))
     nominated, status = preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "1"}]))
     assert nominated == "node1" and status.code == Code.SUCCESS
 

@@ -42,7 +42,7 @@ def test_the_extender_narrows_the_candidates(serve, node_cache_capable):
     plugin, handle = setup([ext])
     nominated, status = preempt(plugin, handle)
     assert (nominated, status.code) == ("keep", Code.SUCCESS)
-    assert [c[2] for c in handle.client.calls if c[0] == "delete"] == ["keep-victim"]
+    assert handle.client.deleted() == ["keep-victim"]
     [sent] = [json.loads(line) for line in log.read_text().splitlines()]
     assert sent["verb"] == "preempt" and sent["victim_nodes"] == ["drop", "keep"]
 
@@ -64,7 +64,7 @@ def test_an_extender_that_drops_every_candidate_leaves_none(serve):
     nominated, status = preempt(plugin, handle)
     assert nominated is None and status.code == Code.UNSCHEDULABLE
     assert status.message() == "preemption: no candidate node for preemption"
-    assert not [c for c in handle.client.calls if c[0] == "delete"]
+    assert not handle.client.deleted()
 
 
 def test_a_waiting_victim_is_preempted_in_memory_not_deleted():
@@ -80,7 +80,7 @@ def test_a_waiting_victim_is_preempted_in_memory_not_deleted():
     statuses = {"keep": handle.run_filter_plugins_with_nominated_pods(state, pod, handle.snapshot().get("keep"))}
     nominated, status = plugin.post_filter(state, pod, statuses)
     assert (nominated, status.code) == ("keep", Code.SUCCESS)
-    assert not [c for c in handle.client.calls if c[0] == "delete"]
+    assert not handle.client.deleted()
     outcome = permit_outcome(waiting["uid-keep"].status())
     assert (outcome.code, outcome.message()) == (Code.ERROR, "waiting on permit for pod: preempted")
     assert [e[2] for e in handle.event_recorder.events] == ["Preempted"]

@@ -1,6 +1,7 @@
 """The default profile's plugins running together in the runtime's Framework (the contract)."""
 
-from plugin_builders import FakeClient, FakeNominator, make_node, make_pod, place
+from kubesched_fakes import FakeClient
+from plugin_builders import make_node, make_pod, place
 
 from kubesched.config import parse_config
 from kubesched.framework.interface import Code, CycleState
@@ -15,7 +16,6 @@ HOST = "kubernetes.io/hostname"
 def default_framework(nodes, profile=None, **handle):
     cfg = parse_config({**BASE, "profiles": [profile or {}]})
     handle.setdefault("client", FakeClient())
-    handle.setdefault("nominator", FakeNominator())
     fwk = Framework(cfg.profiles[0], REGISTRY, **handle)
     fwk.set_snapshot(Snapshot(nodes))
     return fwk
@@ -101,7 +101,7 @@ def test_preemption_through_the_framework_handle():
     assert best is None and statuses["node1"].reasons == ["Insufficient cpu"]
     nominated, status = fwk.run_post_filter_plugins(state, pod, statuses)
     assert nominated == "node1" and status.code == Code.SUCCESS
-    assert [c[2] for c in client.calls if c[0] == "delete"] == ["low"]
+    assert client.deleted() == ["low"]
 
 
 def test_pod_whose_claim_does_not_exist_waits_with_upstreams_reason():

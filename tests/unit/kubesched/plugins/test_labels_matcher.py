@@ -6,7 +6,7 @@ import itertools
 import pytest
 from plugin_builders import make_node
 
-from kubesched.plugins.helper.node_affinity import RequiredNodeAffinity
+from kubesched.api.node_affinity import RequiredNodeAffinity
 
 
 def required(*terms):

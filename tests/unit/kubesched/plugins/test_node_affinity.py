@@ -1,6 +1,7 @@
 import pytest
 from plugin_builders import code_and_reasons, make_node, make_pod, run_filter, run_scores
 
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Code, CycleState, PluginArgsError
 from kubesched.plugins.node_affinity import NodeAffinity
 
@@ -85,11 +86,11 @@ FILTER_CASES = [
 @pytest.mark.parametrize("name, selector, affinity, labels, want", FILTER_CASES, ids=[c[0] for c in FILTER_CASES])
 def test_filter(name, selector, affinity, labels, want):
     pod = make_pod(node_selector=selector, affinity=affinity)
-    assert code_and_reasons(run_filter(NodeAffinity(), pod, make_node("node1", labels=labels))) == want
+    assert code_and_reasons(run_filter(NodeAffinity(None, Handle()), pod, make_node("node1", labels=labels))) == want
 
 
 def test_pre_filter_skips_pods_without_constraints():
-    _unused, status = NodeAffinity().pre_filter(CycleState(), make_pod(), [])
+    _unused, status = NodeAffinity(None, Handle()).pre_filter(CycleState(), make_pod(), [])
     assert status.is_skip()
 
 
@@ -101,7 +102,7 @@ def test_pre_filter_skips_pods_without_constraints():
      (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("pod affinity terms conflict",))),
 ])
 def test_pre_filter_narrows_nodes_by_name(terms, want_names, want_status):
-    result, status = NodeAffinity().pre_filter(CycleState(), make_pod(affinity=required(*terms)), [])
+    result, status = NodeAffinity(None, Handle()).pre_filter(CycleState(), make_pod(affinity=required(*terms)), [])
     assert code_and_reasons(status) == want_status
     assert (result.node_names if result else None) == want_names
 
@@ -117,7 +118,7 @@ ADDED = {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
 ])
 def test_added_affinity(labels, affinity, want):
     pod = make_pod(affinity=affinity)
-    assert code_and_reasons(run_filter(NodeAffinity(ADDED), pod, make_node("n", labels=labels))) == want
+    assert code_and_reasons(run_filter(NodeAffinity(ADDED, Handle()), pod, make_node("n", labels=labels))) == want
 
 
 def preferred(*weighted):
@@ -143,16 +144,16 @@ LABEL4, LABEL5 = {"abc": "az11", "def": "az22"}, {"foo": "bar", "key": "value", 
 ])
 def test_score(affinity, labels, args, want):
     nodes = [make_node(f"node{i}", labels=lab) for i, lab in enumerate(labels)]
-    assert run_scores(NodeAffinity(args), make_pod(affinity=affinity), nodes) == want
+    assert run_scores(NodeAffinity(args, Handle()), make_pod(affinity=affinity), nodes) == want
 
 
 def test_pre_score_skips_without_preferred_terms():
-    assert run_scores(NodeAffinity(), make_pod(), [make_node("n", labels=LABEL1)]) is None
+    assert run_scores(NodeAffinity(None, Handle()), make_pod(), [make_node("n", labels=LABEL1)]) is None
 
 
 def test_pre_score_reports_a_broken_preferred_term():
     pod = make_pod(affinity=preferred((2, term(expr("invalid key", "In", "bar")))))
-    status = NodeAffinity().pre_score(CycleState(), pod, [])
+    status = NodeAffinity(None, Handle()).pre_score(CycleState(), pod, [])
     assert status.code == Code.ERROR
     assert "matchExpressions[0].key: Invalid value" in status.message()
 
@@ -168,5 +169,5 @@ def test_pre_score_reports_a_broken_preferred_term():
 ])
 def test_args_validation(args, field):
     with pytest.raises(PluginArgsError) as err:
-        NodeAffinity(args)
+        NodeAffinity(args, Handle())
     assert err.value.field == field

@@ -1,6 +1,7 @@
 import pytest
 from plugin_builders import code_and_reasons, make_node, make_pod, run_filter
 
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Code
 from kubesched.plugins.node_declared_features import NodeDeclaredFeatures, required_features
 
@@ -32,4 +33,4 @@ def test_required_features(spec, want):
 ])
 def test_filter(spec, declared, want):
     node = make_node("n", declared_features=declared)
-    assert code_and_reasons(run_filter(NodeDeclaredFeatures(), make_pod(spec=spec), node)) == want
+    assert code_and_reasons(run_filter(NodeDeclaredFeatures(None, Handle()), make_pod(spec=spec), node)) == want

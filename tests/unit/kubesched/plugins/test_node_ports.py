@@ -1,6 +1,7 @@
 import pytest
 from plugin_builders import code_and_reasons, make_node, make_pod, place, run_filter
 
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Code, CycleState
 from kubesched.plugins.node_ports import NodePorts
 
@@ -29,13 +30,13 @@ def port(host_port, protocol="TCP", host_ip=""):
 def test_filter(want_ports, used_ports, want):
     node = place(make_node("n"), make_pod("existing", ports=used_ports))
     pod = make_pod(ports=want_ports) if want_ports else make_pod()
-    assert code_and_reasons(run_filter(NodePorts(), pod, node)) == want
+    assert code_and_reasons(run_filter(NodePorts(None, Handle()), pod, node)) == want
 
 
 def test_container_port_without_host_port_is_ignored():
     node = place(make_node("n"), make_pod("existing", ports=[port(80)]))
     pod = make_pod(ports=[{"containerPort": 80}])
-    _unused, status = NodePorts().pre_filter(CycleState(), pod, [node])
+    _unused, status = NodePorts(None, Handle()).pre_filter(CycleState(), pod, [node])
     assert status.is_skip()
 
 
@@ -43,8 +44,8 @@ def test_only_sidecar_init_containers_hold_ports():
     spec = {"initContainers": [{"name": "init", "ports": [port(80)]},
                                {"name": "side", "restartPolicy": "Always", "ports": [port(81)]}]}
     node = place(make_node("n"), make_pod("existing", spec=spec))
-    assert run_filter(NodePorts(), make_pod(ports=[port(80)]), node) is None
-    assert code_and_reasons(run_filter(NodePorts(), make_pod(ports=[port(81)]), node)) == REJECTED
+    assert run_filter(NodePorts(None, Handle()), make_pod(ports=[port(80)]), node) is None
+    assert code_and_reasons(run_filter(NodePorts(None, Handle()), make_pod(ports=[port(81)]), node)) == REJECTED
 
 
 # Upstream's Test_isSchedulableAfterAssignedPodDeleted (nodeports/node_ports_test.go, v1.37.1).
@@ -62,9 +63,9 @@ def test_only_sidecar_init_containers_hold_ports():
 ])
 def test_queueing_hint_after_assigned_pod_deleted(deleted, queue):
     pod = make_pod("p", ports=[port(8080)])
-    assert NodePorts().is_schedulable_after_pod_deleted(pod, deleted, None) is queue
+    assert NodePorts(None, Handle()).is_schedulable_after_pod_deleted(pod, deleted, None) is queue
 
 
 def test_events_registered_as_upstream():
-    events = {(e.resource.value, int(e.action)): e.hint is not None for e in NodePorts().events_to_register()}
+    events = {(e.resource.value, int(e.action)): e.hint is not None for e in NodePorts(None, Handle()).events_to_register()}
     assert events == {("AssignedPod", 2): True, ("Node", 1): False}

@@ -1,6 +1,7 @@
 import pytest
 from plugin_builders import make_node, make_pod, place, run_scores
 
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import PluginArgsError
 from kubesched.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 
@@ -38,13 +39,13 @@ CASES = [
 
 @pytest.mark.parametrize("name, reqs, args, nodes, want", CASES, ids=[c[0] for c in CASES])
 def test_score(name, reqs, args, nodes, want):
-    assert run_scores(NodeResourcesBalancedAllocation(args), make_pod(reqs=reqs), nodes) == want
+    assert run_scores(NodeResourcesBalancedAllocation(args, Handle()), make_pod(reqs=reqs), nodes) == want
 
 
 def test_best_effort_pod_is_skipped():
-    assert run_scores(NodeResourcesBalancedAllocation(), make_pod(), [node("a", 4000, 10000)]) is None
+    assert run_scores(NodeResourcesBalancedAllocation(None, Handle()), make_pod(), [node("a", 4000, 10000)]) is None
     # Containers without requests: plain requests are zero, so still skipped (no non-zero defaults here).
-    assert run_scores(NodeResourcesBalancedAllocation(), make_pod(reqs=[{}]), [node("a", 4000, 10000)]) is None
+    assert run_scores(NodeResourcesBalancedAllocation(None, Handle()), make_pod(reqs=[{}]), [node("a", 4000, 10000)]) is None
 
 
 @pytest.mark.parametrize("args, field, message", [
@@ -54,5 +55,5 @@ def test_best_effort_pod_is_skipped():
 ])
 def test_args_validation(args, field, message):
     with pytest.raises(PluginArgsError) as err:
-        NodeResourcesBalancedAllocation(args)
+        NodeResourcesBalancedAllocation(args, Handle())
     assert err.value.field == field and message in err.value.message

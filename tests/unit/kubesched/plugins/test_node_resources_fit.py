@@ -1,6 +1,7 @@
 import pytest
 from plugin_builders import code_and_reasons, make_node, make_pod, place, run_filter, run_scores
 
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Code, PluginArgsError
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
 
@@ -53,19 +54,19 @@ FILTER_CASES = [
 
 @pytest.mark.parametrize("name, pod_kwargs, node_kwargs, want", FILTER_CASES, ids=[c[0] for c in FILTER_CASES])
 def test_filter(name, pod_kwargs, node_kwargs, want):
-    status = run_filter(NodeResourcesFit(), make_pod(**pod_kwargs), node_with(**node_kwargs))
+    status = run_filter(NodeResourcesFit(None, Handle()), make_pod(**pod_kwargs), node_with(**node_kwargs))
     assert code_and_reasons(status) == want
 
 
 def test_too_many_pods_is_reported_first_and_is_resolvable():
     node = node_with(pods=1, used=[{"cpu": "9"}])
-    status = run_filter(NodeResourcesFit(), make_pod(reqs=[{"cpu": "2"}]), node)
+    status = run_filter(NodeResourcesFit(None, Handle()), make_pod(reqs=[{"cpu": "2"}]), node)
     assert code_and_reasons(status) == (U, ("Too many pods", "Insufficient cpu"))
 
 
 def test_too_many_pods_even_without_requests():
     node = node_with(pods=1, used=[{}])
-    assert code_and_reasons(run_filter(NodeResourcesFit(), make_pod(), node)) == (U, ("Too many pods",))
+    assert code_and_reasons(run_filter(NodeResourcesFit(None, Handle()), make_pod(), node)) == (U, ("Too many pods",))
 
 
 @pytest.mark.parametrize("args, want", [
@@ -74,12 +75,12 @@ def test_too_many_pods_even_without_requests():
     ({"ignoredResourceGroups": ["other.com"]}, (UU, (f"Insufficient {EXT}",))),
 ])
 def test_ignored_extended_resources(args, want):
-    status = run_filter(NodeResourcesFit(args), make_pod(reqs=[{EXT: "1"}]), node_with())
+    status = run_filter(NodeResourcesFit(args, Handle()), make_pod(reqs=[{EXT: "1"}]), node_with())
     assert code_and_reasons(status) == want
 
 
 def test_ignored_resources_apply_only_to_extended_resources():
-    status = run_filter(NodeResourcesFit({"ignoredResourceGroups": ["hugepages-2Mi"]}),
+    status = run_filter(NodeResourcesFit({"ignoredResourceGroups": ["hugepages-2Mi"]}, Handle()),
                         make_pod(reqs=[{HUGE: "4Mi"}]), node_with())
     assert code_and_reasons(status) == (UU, (f"Insufficient {HUGE}",))
 
@@ -114,7 +115,7 @@ LEAST_ALLOCATED = [
 
 @pytest.mark.parametrize("name, reqs, nodes, want", LEAST_ALLOCATED, ids=[c[0] for c in LEAST_ALLOCATED])
 def test_least_allocated(name, reqs, nodes, want):
-    assert run_scores(NodeResourcesFit(), make_pod(reqs=reqs), nodes) == want
+    assert run_scores(NodeResourcesFit(None, Handle()), make_pod(reqs=reqs), nodes) == want
 
 
 def test_least_allocated_weights():
@@ -122,7 +123,7 @@ def test_least_allocated_weights():
                                 "resources": [{"name": "memory", "weight": 2}, {"name": "cpu", "weight": 1}]}}
     nodes = [capacity_node("a", "4000", "10000"), capacity_node("b", "6000", "10000")]
     # cpu (4000-3000)*100/4000=25, memory 50: (25+2*50)/3=41; cpu 50, memory 50: 50
-    assert run_scores(NodeResourcesFit(args), make_pod(reqs=R12), nodes) == [41, 50]
+    assert run_scores(NodeResourcesFit(args, Handle()), make_pod(reqs=R12), nodes) == [41, 50]
 
 
 MOST_ALLOCATED = [
@@ -143,14 +144,14 @@ MOST_ALLOCATED = [
 
 @pytest.mark.parametrize("name, reqs, nodes, want", MOST_ALLOCATED, ids=[c[0] for c in MOST_ALLOCATED])
 def test_most_allocated(name, reqs, nodes, want):
-    plugin = NodeResourcesFit({"scoringStrategy": {"type": "MostAllocated"}})
+    plugin = NodeResourcesFit({"scoringStrategy": {"type": "MostAllocated"}}, Handle())
     assert run_scores(plugin, make_pod(reqs=reqs), nodes) == want
 
 
 def test_most_allocated_counts_non_zero_defaults():
     # A container without requests counts 100m and 200Mi on both sides.
     nodes = [capacity_node("a", "250m", "1000Mi", {}, {}), capacity_node("b", "250m", "1000Mi")]
-    plugin = NodeResourcesFit({"scoringStrategy": {"type": "MostAllocated"}})
+    plugin = NodeResourcesFit({"scoringStrategy": {"type": "MostAllocated"}}, Handle())
     assert run_scores(plugin, make_pod(reqs=[{}]), nodes) == [80, 30]
 
 
@@ -165,7 +166,7 @@ RTCR_SHAPE = [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
 ])
 def test_requested_to_capacity_ratio(reqs, nodes, want):
     args = {"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": RTCR_SHAPE}}}
-    assert run_scores(NodeResourcesFit(args), make_pod(reqs=reqs), nodes) == want
+    assert run_scores(NodeResourcesFit(args, Handle()), make_pod(reqs=reqs), nodes) == want
 
 
 @pytest.mark.parametrize("req, used, want", [
@@ -184,7 +185,7 @@ def test_requested_to_capacity_ratio_single_extended(req, used, want):
     if used:
         place(nodes[1], make_pod("u", reqs=[{extended: used}]))
     pod = make_pod(reqs=[{extended: req}] if req else [])
-    assert run_scores(NodeResourcesFit(args), pod, nodes) == want
+    assert run_scores(NodeResourcesFit(args, Handle()), pod, nodes) == want
 
 
 @pytest.mark.parametrize("args, field, message", [
@@ -215,17 +216,17 @@ def test_requested_to_capacity_ratio_single_extended(req, used, want):
 ])
 def test_args_validation(args, field, message):
     with pytest.raises(PluginArgsError) as err:
-        NodeResourcesFit(args)
+        NodeResourcesFit(args, Handle())
     assert err.value.field == field
     assert message in err.value.message
 
 
 def test_default_args_are_least_allocated_cpu_memory():
-    plugin = NodeResourcesFit(None)
+    plugin = NodeResourcesFit(None, Handle())
     assert plugin.strategy == "LeastAllocated"
     assert plugin.resources == [("cpu", 1), ("memory", 1)]
     # weight 0 defaults to 1
-    plugin = NodeResourcesFit({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu"}]}})
+    plugin = NodeResourcesFit({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu"}]}}, Handle())
     assert plugin.resources == [("cpu", 1)]
 
 
@@ -258,7 +259,7 @@ def test_non_zero_defaults_for_node_aggregates_and_scoring():
 
 def test_filter_nodes_over_a_mix_equals_filter():
     from kubesched.framework.interface import CycleState
-    plugin = NodeResourcesFit()
+    plugin = NodeResourcesFit(None, Handle())
     nodes = [node_with(used=[{"cpu": str(i)}]) for i in range(11)] + [node_with(pods=0)]
     pod = make_pod(reqs=[{"cpu": "2", EXT: "0"}])
     state = CycleState()

@@ -14,8 +14,8 @@ import pytest
 from kubesched_fakes import FakeClient, node_raw, pod_raw
 
 from kubesched.config import ConfigError, parse_config
+from kubesched.config.entrypoints import entry_points
 from kubesched.plugins import outoftree
-from kubesched.plugins.entrypoints import entry_points
 from kubesched.scheduler import Scheduler
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "kubesched-plugin-example" / "src"

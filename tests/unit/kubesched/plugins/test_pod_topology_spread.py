@@ -1,8 +1,8 @@
 import pytest
 from plugin_builders import FakeHandle, code_and_reasons, make_node, make_pod, place, run_scores
 
+from kubesched.api.taint import Taint
 from kubesched.framework.interface import Code, CycleState, PluginArgsError
-from kubesched.framework.types import Taint
 from kubesched.plugins.pod_topology_spread import PodTopologySpread
 
 HOST = "kubernetes.io/hostname"

@@ -2,7 +2,7 @@ import inspect
 
 import pytest
 
-from kubesched.plugins.names import DEFAULT_PLUGINS, IN_TREE_PLUGINS, QUEUE_SORT_PLUGINS
+from kubesched.config.default_plugins import DEFAULT_PLUGINS, IN_TREE_PLUGINS, QUEUE_SORT_PLUGINS
 from kubesched.plugins.registry import REGISTRY
 
 UPSTREAM_1_37_DEFAULTS = [

@@ -1,6 +1,7 @@
 import pytest
 from plugin_builders import code_and_reasons, make_node, make_pod, run_filter, run_scores
 
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Code
 from kubesched.plugins.taint_toleration import TaintToleration
 
@@ -35,7 +36,7 @@ def tol(key="", operator="", value="", effect=""):
 ])
 def test_filter(tolerations, taints, want):
     node = make_node("n", taints=taints)
-    assert code_and_reasons(run_filter(TaintToleration(), make_pod(tolerations=tolerations), node)) == want
+    assert code_and_reasons(run_filter(TaintToleration(None, Handle()), make_pod(tolerations=tolerations), node)) == want
 
 
 @pytest.mark.parametrize("tolerations, node_taints, want", [
@@ -62,17 +63,17 @@ def test_filter(tolerations, taints, want):
 ])
 def test_score(tolerations, node_taints, want):
     nodes = [make_node(f"n{i}", taints=t) for i, t in enumerate(node_taints)]
-    assert run_scores(TaintToleration(), make_pod(tolerations=tolerations), nodes) == want
+    assert run_scores(TaintToleration(None, Handle()), make_pod(tolerations=tolerations), nodes) == want
 
 
 def test_prefer_no_schedule_never_blocks():
     node = make_node("n", taints=[taint("foo", "bar", "PreferNoSchedule")])
-    assert run_filter(TaintToleration(), make_pod(), node) is None
+    assert run_filter(TaintToleration(None, Handle()), make_pod(), node) is None
 
 
 def test_filter_nodes_decides_each_distinct_taint_once_and_agrees_with_filter():
     from kubesched.framework.interface import CycleState
-    plugin = TaintToleration()
+    plugin = TaintToleration(None, Handle())
     pod = make_pod(tolerations=[tol("gpu", "Exists", effect="NoSchedule")])
     nodes = [make_node("a"), make_node("b", taints=[taint("gpu", "x")]),
              make_node("c", taints=[taint("gpu", "x"), taint("team", "blue")]),

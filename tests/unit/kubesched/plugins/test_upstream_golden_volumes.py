@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from plugin_builders import FakeHandle
 
-from kubesched.backend.volumes import VolumeObjects
 from kubesched.framework.interface import CycleState
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.node_volume_limits import NodeVolumeLimits
@@ -47,10 +46,8 @@ def build(seed: int, order: list[str]):
         infos[raw["spec"]["nodeName"]].add_pod(PodInfo(raw))
     nodes = [infos[name] for name in order]
     handle = FakeHandle(nodes)
-    handle.volumes = VolumeObjects()
     for key, resource in STORES.items():
-        for obj in sc[key]:
-            handle.volumes.add(resource, obj)
+        handle.add(resource, *sc[key])
     return handle, nodes, PodInfo(sc["pod"])
 
 

@@ -2,10 +2,9 @@
 assumed in Reserve, written and awaited in PreBind, restored in Unreserve."""
 
 import pytest
-from plugin_builders import code_and_reasons, make_node, make_pod
+from plugin_builders import FakeHandle, code_and_reasons, make_node, make_pod
 from volume_builders import (
     IMMEDIATE,
-    StorageHandle,
     claim_volume,
     make_class,
     make_pv,
@@ -31,7 +30,7 @@ NODES = [make_node(n, labels={HOST: n, "topology.kubernetes.io/zone": z}) for n,
 
 
 def setup(*objects, args=None):
-    handle = StorageHandle(NODES)
+    handle = FakeHandle(NODES)
     handle.add("storageclasses", make_class("wait"), make_class("now", mode=IMMEDIATE),
                make_class("dyn", provisioner="csi.example.com"),
                make_class("zoned", provisioner="csi.example.com",
@@ -257,7 +256,7 @@ def test_reserve_with_all_claims_bound_binds_nothing():
     pod = make_pod(volumes=[claim_volume("data")])
     state = reserve_on(plugin, pod, "a")
     assert state.read(STATE_KEY).all_bound
-    assert plugin.pre_bind(state, pod, "a") is None and handle.client.writes == []
+    assert plugin.pre_bind(state, pod, "a") is None and handle.client.made("PUT") == []
 
 
 def pv_controller(handle):
@@ -272,7 +271,7 @@ def pv_controller(handle):
             claim["metadata"] = dict(claim["metadata"], resourceVersion=str(int(written["metadata"]["resourceVersion"]) + 1),
                                      annotations={"pv.kubernetes.io/bind-completed": "yes"})
             claim["spec"] = dict(claim["spec"], volumeName=written["metadata"]["name"])
-            handle.volumes.add("persistentvolumeclaims", claim)
+            handle.add("persistentvolumeclaims", claim)
         return written
 
     handle.client.request = request
@@ -284,7 +283,7 @@ def test_pre_bind_writes_the_claim_ref_and_waits_for_the_pv_controller():
     pod = make_pod(volumes=[claim_volume("data")])
     state = reserve_on(plugin, pod, "a")
     assert plugin.pre_bind(state, pod, "a") is None
-    [(path, written)] = handle.client.writes
+    [(path, written)] = handle.client.made("PUT")
     assert path == "/api/v1/persistentvolumes/pv-a"
     claim_ref = dict(written["spec"]["claimRef"])
     assert claim_ref.pop("resourceVersion").isdigit()
@@ -307,7 +306,7 @@ def test_pre_bind_sets_selected_node_for_provisioning():
     assert handle.volumes.pvc("default", "data")["metadata"]["annotations"][
         "volume.kubernetes.io/selected-node"] == "b"
     plugin.pre_bind(state, pod, "b")
-    [(path, written)] = handle.client.writes
+    [(path, written)] = handle.client.made("PUT")
     assert path == "/api/v1/namespaces/default/persistentvolumeclaims/data"
     assert written["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "b"
 
@@ -322,7 +321,7 @@ def test_pre_bind_reports_a_provisioner_that_gave_up():
         written = original(method, path, body, params)
         undone = dict(written, metadata=dict(written["metadata"], annotations={},
                                              resourceVersion=str(int(written["metadata"]["resourceVersion"]) + 1)))
-        handle.volumes.add("persistentvolumeclaims", undone)
+        handle.add("persistentvolumeclaims", undone)
         return written
 
     handle.client.request = provisioner_rescheduled
@@ -335,7 +334,7 @@ def test_failed_write_restores_the_assumed_objects():
     plugin, handle = setup(pvc("data"), pv("pv-a", node="a"))
     pod = make_pod(volumes=[claim_volume("data")])
     state = reserve_on(plugin, pod, "a")
-    handle.client.fail = ApiError(409, "Conflict", "the object has been modified")
+    handle.client.fail("PUT", ApiError(409, "Conflict", "the object has been modified"))
     status = plugin.pre_bind(state, pod, "a")
     assert status.code == Code.ERROR
     assert "claimRef" not in handle.volumes.pv("pv-a")["spec"]

@@ -3,6 +3,7 @@
 import pytest
 from plugin_builders import code_and_reasons, make_node, make_pod, place, run_filter
 
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Code, CycleState, PluginArgsError
 from kubesched.plugins.dynamic_resources import DynamicResources
 from kubesched.plugins.node_volume_limits import NodeVolumeLimits
@@ -19,13 +20,13 @@ VOLUME_PLUGINS = [VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZon
 @pytest.mark.parametrize("plugin", VOLUME_PLUGINS + [DynamicResources])
 @pytest.mark.parametrize("volumes", [None, PLAIN_VOLUMES])
 def test_pods_without_claims_skip(plugin, volumes):
-    _unused, status = plugin().pre_filter(CycleState(), make_pod(volumes=volumes), [])
+    _unused, status = plugin(None, Handle()).pre_filter(CycleState(), make_pod(volumes=volumes), [])
     assert status.is_skip()
 
 
 def test_dynamic_resources_pod_whose_claim_does_not_exist_is_unschedulable():
     pod = make_pod(spec={"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]})
-    _unused, status = DynamicResources().pre_filter(CycleState(), pod, [])
+    _unused, status = DynamicResources(None, Handle()).pre_filter(CycleState(), pod, [])
     assert code_and_reasons(status) == (UU, ('resourceclaim.resource.k8s.io "gpu-claim" not found',))
 
 
@@ -56,14 +57,14 @@ DISK_CONFLICT = (Code.UNSCHEDULABLE, ("node(s) had no available disk",))
 ])
 def test_volume_restrictions_disk_conflicts(existing, incoming, want):
     node = place(make_node("n"), make_pod("existing", volumes=existing))
-    assert code_and_reasons(run_filter(VolumeRestrictions(), make_pod(volumes=incoming), node)) == want
+    assert code_and_reasons(run_filter(VolumeRestrictions(None, Handle()), make_pod(volumes=incoming), node)) == want
 
 
 def test_volume_binding_args():
-    assert VolumeBinding({"bindTimeoutSeconds": 30}).bind_timeout_seconds == 30
-    assert VolumeBinding(None).bind_timeout_seconds == 600
+    assert VolumeBinding({"bindTimeoutSeconds": 30}, Handle()).bind_timeout_seconds == 30
+    assert VolumeBinding(None, Handle()).bind_timeout_seconds == 600
     with pytest.raises(PluginArgsError) as err:
-        VolumeBinding({"bindTimeoutSeconds": -1})
+        VolumeBinding({"bindTimeoutSeconds": -1}, Handle())
     assert err.value.field == "bindTimeoutSeconds"
 
 
@@ -74,13 +75,13 @@ def test_volume_binding_args():
 ])
 def test_volume_binding_args_validation(args, field, message):
     with pytest.raises(PluginArgsError) as err:
-        VolumeBinding(args)
+        VolumeBinding(args, Handle())
     assert err.value.field == field and message in err.value.message
 
 
 def test_volume_binding_default_shape():
-    assert VolumeBinding(None).shape == [(0, 10), (100, 0)]
-    assert VolumeBinding({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}).shape == [
+    assert VolumeBinding(None, Handle()).shape == [(0, 10), (100, 0)]
+    assert VolumeBinding({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}, Handle()).shape == [
         (0, 0), (100, 10)]
 
 
@@ -91,10 +92,10 @@ def test_volume_binding_default_shape():
 ])
 def test_dynamic_resources_args_validation(args, field, message):
     with pytest.raises(PluginArgsError) as err:
-        DynamicResources(args)
+        DynamicResources(args, Handle())
     assert err.value.field == field and message in err.value.message
 
 
 def test_dynamic_resources_default_args():
-    plugin = DynamicResources({"filterTimeout": "0s", "bindingTimeout": "1m"})
+    plugin = DynamicResources({"filterTimeout": "0s", "bindingTimeout": "1m"}, Handle())
     assert (plugin.filter_timeout, plugin.binding_timeout) == (0.0, 60.0)

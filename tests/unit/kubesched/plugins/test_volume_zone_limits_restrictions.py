@@ -2,8 +2,8 @@
 as the informers would)."""
 
 import pytest
-from plugin_builders import code_and_reasons, make_node, make_pod, place
-from volume_builders import IMMEDIATE, StorageHandle, claim_volume, make_class, make_pv, make_pvc
+from plugin_builders import FakeHandle, code_and_reasons, make_node, make_pod, place
+from volume_builders import IMMEDIATE, claim_volume, make_class, make_pv, make_pvc
 
 from kubesched.framework.interface import Code, CycleState
 from kubesched.plugins.node_volume_limits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
@@ -16,7 +16,7 @@ ZONE, BETA_ZONE, REGION = ("topology.kubernetes.io/zone", "failure-domain.beta.k
 
 
 def handle_with(*pairs, nodes=()):
-    handle = StorageHandle(nodes)
+    handle = FakeHandle(nodes)
     handle.add("storageclasses", make_class("wait"), make_class("now", mode=IMMEDIATE),
                make_class("csi", provisioner="csi.example.com"))
     for resource, obj in pairs:

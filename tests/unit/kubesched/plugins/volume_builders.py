@@ -1,14 +1,11 @@
 """PersistentVolumes, claims, StorageClasses and CSI objects for the volume plugin tests,
-as upstream's volumebinding test helpers build them, and a handle with storage caches."""
+as upstream's volumebinding test helpers build them (plugin_builders.FakeHandle.add puts them
+in the informers)."""
 
 from __future__ import annotations
 
 import itertools
 from typing import Any
-
-from plugin_builders import FakeHandle
-
-from kubesched.backend.volumes import VolumeObjects
 
 _rv = itertools.count(100)
 WFFC = "WaitForFirstConsumer"
@@ -82,37 +79,3 @@ def make_class(name: str, mode: str | None = WFFC, provisioner: str = "kubernete
 
 def claim_volume(claim: str, name: str = "data") -> dict:
     return {"name": name, "persistentVolumeClaim": {"claimName": claim}}
-
-
-class StorageHandle(FakeHandle):
-    """A FakeHandle whose storage caches are filled by ``add`` (as informer adds would be)."""
-
-    def __init__(self, nodes=(), **kwargs):
-        super().__init__(nodes, **kwargs)
-        self.volumes = VolumeObjects()
-        self.client = StorageClient(self.volumes)
-
-    def add(self, resource: str, *objs: dict) -> "StorageHandle":
-        for obj in objs:
-            self.volumes.add(resource, obj)
-        return self
-
-
-class StorageClient:
-    """PUTs land in the storage caches with a new resourceVersion, as the informer would see them."""
-
-    def __init__(self, volumes: VolumeObjects):
-        self.volumes = volumes
-        self.writes: list[tuple[str, dict]] = []
-        self.fail: Exception | None = None
-
-    def request(self, method: str, path: str, body: Any = None, params: dict | None = None) -> dict:
-        if self.fail is not None:
-            raise self.fail
-        import copy
-        written = copy.deepcopy(body)
-        written["metadata"]["resourceVersion"] = str(next(_rv))
-        self.writes.append((path, written))
-        resource = "persistentvolumes" if "/persistentvolumes/" in path else "persistentvolumeclaims"
-        self.volumes.add(resource, written)
-        return written

@@ -649,8 +649,56 @@ def volume_scenario(seed: int) -> dict:
             "csiStorageCapacities": capacities}
 
 
+def _gang_pod_group(rng, name, min_count=None):
+    policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    return {"metadata": {"name": name, "namespace": "ns"}, "spec": {"schedulingPolicy": policy}}
+
+
+def _gang_member(name, group, node=""):
+    spec = {"containers": [{"name": "c", "image": "pause"}]}
+    if group:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}, "spec": spec}
+
+
+def gang_scenario(seed: int) -> dict:
+    """GangScheduling alone: a PodGroup (gang, basic or missing), the pods of the group the
+    scheduler knows (some bound), one pod asked about (of the group, of another or of none),
+    PlacementFeasible over some (remaining, scheduled) and the QueueingHints over some events."""
+    rng = random.Random(seed)
+    kind = rng.choice(["gang", "gang", "gang", "basic", "missing"])
+    min_count = rng.randint(1, 6)
+    group = _gang_pod_group(rng, "train", min_count if kind == "gang" else None) if kind != "missing" else None
+    members = [_gang_member(f"m{i}", "train", "n1" if rng.random() < 0.3 else "") for i in range(rng.randint(0, 7))]
+    target_group = rng.choice(["train", "train", "train", "other", ""])
+    pod = _gang_member("asked", target_group)
+    if target_group == "train":
+        members.append(pod)
+    progress = [[rng.randint(0, 6), rng.randint(0, 6)] for _pair in range(4)]
+    events = []
+    for _event in range(4):
+        event = rng.choice(["UnscheduledPodAdd", "AssignedPodAdd", "PodGroupAdd", "PodGroupUpdate"])
+        other = rng.choice(["train", "train", "other", ""])
+        if event.endswith("PodAdd"):
+            new = _gang_member(f"new-{len(events)}", other, "n1" if event == "AssignedPodAdd" else "")
+            events.append({"event": event, "new": new})
+        elif event == "PodGroupAdd":
+            events.append({"event": event, "new": _gang_pod_group(rng, other or "train", rng.randint(1, 6))})
+        else:
+            old_count = rng.randint(1, 6)
+            new_count = max(1, old_count + rng.choice([-1, 0, 1]))
+            events.append({"event": event,
+                           "old": _gang_pod_group(rng, other or "train", None if rng.random() < 0.2 else old_count),
+                           "new": _gang_pod_group(rng, other or "train", None if rng.random() < 0.2 else new_count)})
+    return {"name": f"gang-{seed}", "podGroup": group, "members": members, "pod": pod, "progress": progress,
+            "events": events}
+
+
 if __name__ == "__main__":
     kind = sys.argv[1] if len(sys.argv) > 1 else "plugins"
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 300
-    make = {"preemption": preemption_scenario, "dra": dra_scenario, "volumes": volume_scenario}.get(kind, scenario)
+    make = {"preemption": preemption_scenario, "dra": dra_scenario, "volumes": volume_scenario,
+            "gang": gang_scenario}.get(kind, scenario)
     json.dump([make(seed) for seed in range(count)], sys.stdout, indent=None, separators=(",", ":"))

@@ -219,6 +219,10 @@ func main() {
 		runAll(os.Args[2], runDRA)
 		return
 	}
+	if len(os.Args) > 2 && os.Args[1] == "gang" {
+		runAll(os.Args[2], runGang)
+		return
+	}
 	if len(os.Args) > 2 && os.Args[1] == "volumes" {
 		runAll(os.Args[2], runVolumes)
 		return

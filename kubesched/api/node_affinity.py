@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Protocol
 
-from kubesched.framework.types import NodeInfo
-from kubesched.plugins.helper.selectors import NODE_OPERATORS, Selector, SelectorError, requirement, selector_from_set
+from kubesched.api.selectors import NODE_OPERATORS, Selector, SelectorError, requirement, selector_from_set
 
 OBJECT_NAME_FIELD = "metadata.name"
+
+
+class Node(Protocol):
+    """What node affinity reads of a node (the scheduler's NodeInfo has both)."""
+
+    name: str
+    labels: dict[str, str]
 
 
 class NodeSelectorTerm:
@@ -41,7 +47,7 @@ class NodeSelectorTerm:
         except SelectorError as err:
             self.error = str(err)
 
-    def matches(self, node: NodeInfo) -> bool:  # hot path
+    def matches(self, node: Node) -> bool:  # hot path
         if self.error is not None:
             return False
         if self.labels is not None and not self.labels.matches(node.labels):
@@ -71,7 +77,7 @@ class NodeSelector:
     def errors(self) -> list[str]:
         return [t.error for t in self.terms if t.error]
 
-    def matches(self, node: NodeInfo) -> bool:  # hot path
+    def matches(self, node: Node) -> bool:  # hot path
         for term in self.terms:
             if term.matches(node):
                 return True
@@ -95,7 +101,7 @@ class PreferredSchedulingTerms:
                 raise SelectorError(term.error)
             self.terms.append((term, weight))
 
-    def score(self, node: NodeInfo) -> int:  # hot path
+    def score(self, node: Node) -> int:  # hot path
         total = 0
         for term, weight in self.terms:
             if term.matches(node):
@@ -120,7 +126,7 @@ class RequiredNodeAffinity:
             cached = pod.plugin_cache["RequiredNodeAffinity"] = cls(pod.node_selector, pod.affinity)
         return cached
 
-    def matches(self, node: NodeInfo) -> bool:  # hot path
+    def matches(self, node: Node) -> bool:  # hot path
         if self.selector is not None and not self.selector.matches(node.labels):
             return False
         if self.node_selector is not None:

@@ -2,7 +2,7 @@
 
 Names only, as upstream's framework/plugins/names and apis/config/v1/default_plugins.go:
 the configuration checks and defaults a profile with these, and never imports a plugin
-class. registry.py maps each name to its class; a unit test keeps the two in step.
+class. plugins/registry.py maps each name to its class; a unit test keeps the two in step.
 
 DEFAULT_PLUGINS is getDefaultPlugins() with 1.37's default feature gates applied:
 DynamicResources (DRA is GA) before DefaultPreemption, and NodeDeclaredFeatures (GA in
@@ -35,8 +35,14 @@ DEFAULT_PLUGINS: list[tuple[str, int]] = [
     ("NodeDeclaredFeatures", 0),
 ]
 
-# Every in-tree plugin is in the default profile.
-IN_TREE_PLUGINS: frozenset[str] = frozenset(name for name, _unused in DEFAULT_PLUGINS)
+# applyGangScheduling: with the GenericWorkload feature gate on (beta, off by default in
+# v1.37), GangScheduling is appended to the default profile's multiPoint.
+GENERIC_WORKLOAD_PLUGINS: list[tuple[str, int]] = [("GangScheduling", 0)]
+
+# Every in-tree plugin is in the default profile, some only with their feature gate on. A
+# profile may name any of them whatever the gates, as upstream's registry holds them all.
+IN_TREE_PLUGINS: frozenset[str] = frozenset(name for name, _unused in DEFAULT_PLUGINS + GENERIC_WORKLOAD_PLUGINS)
+
 
 # The plugins that implement queueSort: every profile must agree on these, as one queue
 # serves all profiles.

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from kubesched.api.names import qualified_name_error
+
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 
@@ -20,21 +22,6 @@ _IN, _NOT_IN, _EXISTS, _DOES_NOT_EXIST, _GT, _LT = range(6)
 _LABEL_OPERATORS = {"In": _IN, "NotIn": _NOT_IN, "Exists": _EXISTS, "DoesNotExist": _DOES_NOT_EXIST}
 NODE_OPERATORS = dict(_LABEL_OPERATORS, Gt=_GT, Lt=_LT)
 _INTEGER = re.compile(r"^[+-]?[0-9]+$")
-_NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def qualified_name_error(value: str) -> str | None:
-    """Why value is not a valid label key / qualified name (ValidateLabelName), or None."""
-    prefix, _unused, name = value.rpartition("/")
-    if "/" in value and not prefix:
-        return f"{value!r}: prefix part must be non-empty"
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        return f"{value!r}: prefix part must be a lowercase DNS subdomain (e.g. example.com)"
-    if not name or len(name) > 63 or not _NAME_PART.match(name):
-        return (f"{value!r}: name part must be 1-63 characters of alphanumerics, '-', '_' or '.', "
-                "starting and ending with an alphanumeric character")
-    return None
 
 
 class Selector:

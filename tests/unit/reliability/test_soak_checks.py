@@ -1,0 +1,90 @@
+"""The soak's end-of-run checks: memory flatness per process and role, and the cache dumps of
+both schedulers (kube-scheduler's klog writes a multi-line value as key=<...>, kubesched's as one
+quoted line) set beside the API's objects."""
+
+from tests.reliability.soak.cache_check import compare, differences, parse_dump
+from tests.reliability.soak.processes import judge
+
+KUBE_SCHEDULER_DUMP = """I1126 00:06:55.618700    5189 comparer.go:64] "Cache mismatch" missedPods=["u9"] redundantPods=[]
+I1126 00:06:55.618742    5189 dumper.go:52] "Dump of cached NodeInfo" nodes=<
+\tNode name: n1
+\tDeleted: false
+\tRequested Resources: &{MilliCPU:100 Memory:0 EphemeralStorage:0 AllowedPodNumber:0 ScalarResources:map[]}
+\tAllocatable Resources:&{MilliCPU:4000 Memory:17179869184 EphemeralStorage:0 AllowedPodNumber:110 ScalarResources:map[]}
+\tScheduled Pods(number: 1):
+\tname: a, namespace: soak, uid: 0a-1, phase: Running, nominated node:
+\tNominated Pods(number: 1):
+\tname: b, namespace: soak, uid: 0b-2, phase: Pending, nominated node: n1
+\t
+\t
+\tNode name: n2
+\tDeleted: false
+\tRequested Resources: &{MilliCPU:0 Memory:0 EphemeralStorage:0 AllowedPodNumber:0 ScalarResources:map[]}
+\tAllocatable Resources:&{MilliCPU:4000 Memory:17179869184 EphemeralStorage:0 AllowedPodNumber:110 ScalarResources:map[]}
+\tScheduled Pods(number: 0):
+ >
+I1126 00:06:55.618781    5189 dumper.go:62] "Dump of scheduling queue" summary="activeQ:0; backoffQ:0; unschedulableEntities:1" pods=<
+\tname: b, namespace: soak, uid: 0b-2, phase: Pending, nominated node: n1
+ >
+"""
+
+KUBESCHED_DUMP = (
+    'I1126 00:06:55.618742    5189 debugger.py:70] "Dump of cached NodeInfo" nodes="Node name: n1\\nDeleted: false\\n'
+    'Requested Resources: &{MilliCPU:100}\\nAllocatable Resources:&{MilliCPU:4000}\\nScheduled Pods(number: 1):\\n'
+    'name: a, namespace: soak, uid: 0a-1, phase: Running, nominated node: \\n\\n\\nNode name: n2\\nDeleted: false\\n'
+    'Scheduled Pods(number: 0):\\n"\n'
+    'I1126 00:06:55.618781    5189 debugger.py:77] "Dump of scheduling queue" '
+    'summary="activeQ:0; backoffQ:0; unschedulableEntities:1" '
+    'pods="name: b, namespace: soak, uid: 0b-2, phase: Pending, nominated node: n1\\n"\n')
+
+
+def api(node_names, pods):
+    nodes = [{"metadata": {"name": n}} for n in node_names]
+    objects = [{"metadata": {"uid": uid, "name": uid}, "spec": {"nodeName": node, "schedulerName": "s"},
+                "status": {"phase": "Running" if node else "Pending"}} for uid, node in pods]
+    return nodes, objects
+
+
+def test_both_dump_formats_read_the_same():
+    upstream, ours = parse_dump(KUBE_SCHEDULER_DUMP), parse_dump(KUBESCHED_DUMP)
+    for dump in (upstream, ours):
+        assert dump.nodes == {"n1": {"0a-1"}, "n2": set()}
+        assert dump.queue == {"0b-2"}
+        assert dump.queue_summary == "activeQ:0; backoffQ:0; unschedulableEntities:1"
+    assert upstream.nominated == {"n1": {"0b-2"}}
+    assert len(upstream.mismatches) == 1 and ours.mismatches == []
+    assert parse_dump(KUBE_SCHEDULER_DUMP.split("Dump of scheduling queue", maxsplit=1)[0]) is None  # not complete yet
+
+
+def test_a_dump_that_matches_the_api_and_each_kind_of_difference():
+    nodes, pods = api(["n1", "n2"], [("0a-1", "n1"), ("0b-2", "")])
+    agreed = compare(parse_dump(KUBESCHED_DUMP), nodes, pods, "s")
+    assert differences(agreed) == 0, agreed
+    nodes, pods = api(["n1", "n3"], [("0a-1", "n3"), ("0c-3", "n1"), ("0d-4", "")])
+    diff = compare(parse_dump(KUBESCHED_DUMP), nodes, pods, "s")
+    assert diff["nodes_missing"] == ["n3"] and diff["nodes_extra"] == ["n2"]
+    assert diff["pods_missing"] == ["0c-3"] and diff["pods_on_wrong_node"] == ["0a-1"]
+    assert diff["queue_missing"] == ["0d-4"] and diff["queue_extra"] == ["0b-2"]
+    # kube-scheduler's own comparison counts too.
+    nodes, pods = api(["n1", "n2"], [("0a-1", "n1"), ("0b-2", "")])
+    assert differences(compare(parse_dump(KUBE_SCHEDULER_DUMP), nodes, pods, "s")) == 1
+
+
+def samples(pid, values, leader_from=None, every=10.0):
+    return [{"pid": pid, "t": i * every, "rss_mb": v, "threads": 20, "fds": 40,
+             "leader": leader_from is not None and i >= leader_from} for i, v in enumerate(values)]
+
+
+def test_flat_memory_passes_and_a_leak_does_not():
+    flat = judge(samples(1, [100 + (i % 3) for i in range(60)]), warmup_s=60, min_window_s=200, run_warmup_until=0)
+    assert len(flat) == 1 and flat[0].flat
+    leak = judge(samples(2, [100 + i for i in range(60)]), warmup_s=60, min_window_s=200, run_warmup_until=0)
+    assert len(leak) == 1 and not leak[0].flat and leak[0].growth["rss_mb"] > 0.3
+
+
+def test_taking_the_lead_starts_a_new_window_and_short_stretches_are_not_judged():
+    # A standby at 100 MB takes the lead at sample 30 and settles at 130 MB: a step, not a leak.
+    values = [100.0] * 30 + [130.0] * 40
+    verdicts = judge(samples(3, values, leader_from=30), warmup_s=30, min_window_s=150, run_warmup_until=0)
+    assert [(v.role, v.flat) for v in verdicts] == [("standby", True), ("leader", True)]
+    assert judge(samples(4, [100.0] * 10), warmup_s=30, min_window_s=150, run_warmup_until=0) == []

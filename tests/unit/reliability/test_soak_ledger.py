@@ -1,0 +1,141 @@
+"""The soak's continuous invariants, fed the events a watch would deliver: each violation it
+must see, and the races it must count apart rather than call violations."""
+
+import itertools
+
+import pytest
+
+from tests.reliability.soak.ledger import Ledger, quantity
+
+_uid = itertools.count()
+
+
+def node(name, cpu="4", pods=110, labels=None, taints=None):
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": {"taints": taints or []},
+            "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": str(pods)}}}
+
+
+def pod(name, node_name="", cpu="1", cls="bare", uid=None, phase="Running", selector=None, tolerations=None,
+        deleting=False):
+    meta = {"name": name, "namespace": "soak", "uid": uid or f"u{next(_uid)}", "labels": {"soak.kubesched.io/class": cls}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": node_name, "schedulerName": "s", "nodeSelector": selector or {},
+                                       "tolerations": tolerations or [],
+                                       "containers": [{"resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+            "status": {"phase": phase}}
+
+
+@pytest.fixture
+def ledger():
+    led = Ledger("s", "lease", clock=lambda: 0.0)
+    led.node_list([node("n1"), node("n2", taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])])
+    return led
+
+
+def bind(ledger, raw, node_name):
+    ledger.pod_event("ADDED", raw)
+    bound = {**raw, "spec": {**raw["spec"], "nodeName": node_name}}
+    ledger.pod_event("MODIFIED", bound)
+    return bound
+
+
+def test_quantities():
+    assert quantity("250m", milli=True) == 250 and quantity("2", milli=True) == 2000
+    assert quantity("16Gi") == 16 * 2 ** 30 and quantity("110") == 110
+
+
+def test_pods_that_fit_are_fine_and_the_fifth_cpu_is_an_overcommit(ledger):
+    for i in range(4):
+        bind(ledger, pod(f"p{i}"), "n1")
+    assert ledger.violations == []
+    bind(ledger, pod("p4"), "n1")
+    assert ledger.violation_counts() == {"overcommitted": 1}
+
+
+def test_finished_pods_free_their_room_and_terminating_ones_do_not(ledger):
+    pods = [bind(ledger, pod(f"p{i}"), "n1") for i in range(4)]
+    ledger.pod_event("MODIFIED", {**pods[0], "status": {"phase": "Succeeded"}})
+    bind(ledger, pod("after-success"), "n1")
+    assert ledger.violations == []
+    terminating = {**pods[1], "metadata": {**pods[1]["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    ledger.pod_event("MODIFIED", terminating)
+    bind(ledger, pod("too-early"), "n1")
+    assert ledger.violation_counts() == {"overcommitted": 1}
+
+
+def test_a_node_name_that_changes_is_a_double_bind(ledger):
+    bound = bind(ledger, pod("p"), "n1")
+    ledger.pod_event("MODIFIED", {**bound, "spec": {**bound["spec"], "nodeName": "n2"}})
+    assert ledger.violation_counts()["double_bind"] == 1
+
+
+def test_selector_taint_and_anti_affinity_violations(ledger):
+    bind(ledger, pod("sel", selector={"disk": "ssd"}), "n1")
+    bind(ledger, pod("taint"), "n2")
+    bind(ledger, pod("tolerated", tolerations=[{"key": "dedicated", "operator": "Exists"}]), "n2")
+    bind(ledger, pod("a1", cls="anti", cpu="10m"), "n1")
+    bind(ledger, pod("a2", cls="anti", cpu="10m"), "n1")
+    assert ledger.violation_counts() == {"node_selector": 1, "untolerated_taint": 1, "anti_affinity": 1}
+
+
+def test_condition_taints_are_races_and_an_unknown_node_is_checked_when_it_arrives(ledger):
+    ledger.node_event("MODIFIED", node("n1", taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]))
+    bind(ledger, pod("racing"), "n1")
+    assert ledger.violations == [] and ledger.races["bound_on_condition_tainted_node"] == 1
+    bind(ledger, pod("early", cpu="3"), "n3")
+    bind(ledger, pod("early2", cpu="3"), "n3")
+    assert ledger.violations == []
+    ledger.node_event("ADDED", node("n3"))
+    assert ledger.violation_counts() == {"overcommitted": 1}
+    bind(ledger, pod("gone"), "n9")
+    ledger.close_deferred()
+    assert ledger.races["bound_to_missing_node"] == 1
+
+
+def test_a_relist_forgets_deleted_pods_and_checks_new_bindings_after_the_removals(ledger):
+    old = [bind(ledger, pod(f"old{i}"), "n1") for i in range(4)]
+    newcomer = pod("new", node_name="n1")
+    # While the watch was away: two old pods went, one new pod was bound in their room.
+    ledger.pod_list([old[2], old[3], newcomer])
+    assert ledger.violations == [] and len(ledger.pods) == 3
+
+
+def test_a_device_in_two_claims_and_a_volume_in_two_claims(ledger):
+    def claim(name, device):
+        return {"metadata": {"name": name, "namespace": "soak", "uid": name},
+                "status": {"allocation": {"devices": {"results": [
+                    {"driver": "gpu.example.com", "pool": "n1", "device": device}]}}}}
+
+    ledger.claim_event("ADDED", claim("a", "gpu-0"))
+    ledger.claim_event("ADDED", claim("b", "gpu-1"))
+    assert ledger.violations == []
+    ledger.claim_event("DELETED", claim("a", "gpu-0"))
+    ledger.claim_event("ADDED", claim("c", "gpu-0"))  # free again: fine
+    ledger.claim_event("MODIFIED", claim("d", "gpu-1"))
+    assert ledger.violation_counts() == {"device_in_two_claims": 1}
+
+    def pvc(name, volume):
+        return {"metadata": {"name": name, "namespace": "soak", "uid": name}, "spec": {"volumeName": volume}}
+
+    ledger.pvc_event("ADDED", pvc("x", "pv-1"))
+    ledger.pvc_event("DELETED", pvc("x", "pv-1"))
+    ledger.pvc_event("ADDED", pvc("y", "pv-1"))
+    ledger.pvc_event("ADDED", pvc("z", "pv-1"))
+    assert ledger.violation_counts()["volume_in_two_claims"] == 1
+
+
+def test_handover_gaps_come_from_the_lease_times():
+    led = Ledger("s", "lease")
+
+    def lease(holder, renew, acquire):
+        return {"metadata": {"name": "lease"}, "spec": {"holderIdentity": holder, "renewTime": renew,
+                                                        "acquireTime": acquire}}
+
+    led.lease_event("ADDED", lease("a", "2026-01-01T00:00:10.000000Z", "2026-01-01T00:00:00.000000Z"))
+    led.lease_event("MODIFIED", lease("a", "2026-01-01T00:00:11.000000Z", "2026-01-01T00:00:00.000000Z"))
+    led.lease_event("MODIFIED", lease("b", "2026-01-01T00:00:18.500000Z", "2026-01-01T00:00:18.500000Z"))
+    led.lease_event("MODIFIED", lease("", "2026-01-01T00:00:20.000000Z", "2026-01-01T00:00:20.000000Z"))
+    led.lease_event("MODIFIED", lease("c", "2026-01-01T00:00:21.000000Z", "2026-01-01T00:00:20.750000Z"))
+    gaps = [(h["to"], h["gap_s"], h["released"]) for h in led.handovers()]
+    assert gaps == [("b", 7.5, False), ("c", 0.75, True)]

@@ -1,0 +1,43 @@
+"""soak.json, its plot and its section of docs/reliability.md, from a run's result."""
+
+from tests.reliability.soak import results
+from tests.reliability.soak.run import verdicts
+
+
+def run(scheduler, overcommitted=0, busy=False):
+    series = [{"t": t, "pending": 3, "binds": 10 * t, "load1": 1.0,
+               "instances": {"0": {"pid": 1, "rss_mb": 150.0, "threads": 30, "fds": 40, "processes": 3,
+                                   "leader": True}}} for t in range(5, 400, 5)]
+    return {"scheduler": scheduler, "plan_digest": "abc", "busy": busy,
+            "settings": {"seed": 27, "minutes": 5, "rate": 10, "nodes": 40},
+            "arrivals_planned": {"bare": 100}, "arrivals_made": {"bare": 100}, "binds": 99, "series": series,
+            "faults": [{"kind": "leader_sigkill", "began": 60.0, "ended": 70.0, "ok": True},
+                       {"kind": "ca_rotation", "began": 90.0, "ended": 95.0, "ok": True,
+                        "serving": {"instances": {"0": 1.5}}, "client_ca": {"instances": {"0": 2.0}}}],
+            "handovers": [{"gap_s": 7.0, "within": True}], "unplanned_exits": [],
+            "bind_latency_s": {"bare": {"p50": 0.3, "p99": 2.0}}, "races": {"bound_to_missing_node": 0},
+            "violation_counts": {"overcommitted": overcommitted} if overcommitted else {},
+            "lost": {"offered": 0, "bound_by_fresh_instance": [], "still_pending": []}, "stale_nominations": [],
+            "memory": [{"flat": True, "growth": {"rss_mb": 0.01, "threads": 0.0, "fds": 0.0}}],
+            "cache": {"0": {"dumped": True, "differences": 0}}, "settle_s": 3.0}
+
+
+def test_a_run_is_recorded_plotted_and_rendered_beside_the_other(tmp_path):
+    path, plot = tmp_path / "soak.json", tmp_path / "soak.png"
+    results.record(run("kube-scheduler", overcommitted=2), "c0ffee", path)
+    data = results.record(run("kubesched", busy=True), "c0ffee", path)
+    assert list(data["runs"]) == ["kube-scheduler", "kubesched"]
+    results.plot(data, plot)
+    assert plot.stat().st_size > 10_000
+    text = "\n".join(results.section(path))
+    assert "| | kubesched | kube-scheduler |" in text  # kubesched first, whatever the order of the runs
+    assert "**Measured on a busy machine (kubesched)" in text
+    row = next(line for line in text.splitlines() if line.startswith("| no pod placed where it did not fit"))
+    assert row.count("held") == 1 and row.count("**broke**") == 1
+    assert "leader_sigkill" in text and "served the new certificate / took the new CA: 0: 1.5 / 2.0" in text
+    assert all(held for _name, held, _detail in verdicts(run("kubesched")))
+
+
+def test_without_results_the_section_says_how_to_make_them(tmp_path):
+    text = "\n".join(results.section(tmp_path / "missing.json"))
+    assert "No soak has been committed yet: `make soak`" in text and "How the soak is made" in text
