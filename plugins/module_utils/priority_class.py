@@ -9,11 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kubesched.scheduler.plugins.module_utils.errors import ModuleFailure
-from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client import (
-    AUTH_ARG_SPEC,
-    Conflict,
-    resource_version_guard,
-)
+from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client import Conflict, resource_version_guard
 from ansible_collections.kubesched.scheduler.plugins.module_utils.validation import dns1123_subdomain_problems
 
 # Upstream scheduling.HighestUserDefinablePriority; larger values belong to system classes.
@@ -24,18 +20,6 @@ PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 NEVER = "Never"
 API_VERSION = "scheduling.k8s.io/v1"
 MAX_WRITE_ATTEMPTS = 5
-
-ARGUMENT_SPEC = dict(
-    name=dict(type="str", required=True),
-    value=dict(type="int"),
-    global_default=dict(type="bool", default=False),
-    description=dict(type="str"),
-    preemption_policy=dict(type="str", choices=[PREEMPT_LOWER_PRIORITY, NEVER], default=PREEMPT_LOWER_PRIORITY),
-    state=dict(type="str", choices=["present", "absent"], default="present"),
-    force=dict(type="bool", default=False),
-)
-ARGUMENT_SPEC.update(AUTH_ARG_SPEC)
-REQUIRED_IF = [("state", "present", ("value",))]
 
 # The fields this module manages, by API name; value and preemptionPolicy cannot be changed in place.
 _IMMUTABLE_FIELDS = (("value", "value"), ("preemptionPolicy", "preemption_policy"))

@@ -131,17 +131,33 @@ diff:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kubesched.scheduler.plugins.module_utils.errors import ModuleFailure
-from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client import connect, prepare_module
+from ansible_collections.kubesched.scheduler.plugins.module_utils.k8s_client import (
+    AUTH_ARG_SPEC,
+    connect,
+    prepare_module,
+)
 from ansible_collections.kubesched.scheduler.plugins.module_utils.priority_class import (
-    ARGUMENT_SPEC,
-    REQUIRED_IF,
+    NEVER,
+    PREEMPT_LOWER_PRIORITY,
     run,
     validate,
 )
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF, supports_check_mode=True)
+    # The module's own options here, the connection options from module_utils (as the node modules).
+    spec = dict(
+        name=dict(type="str", required=True),
+        value=dict(type="int"),
+        global_default=dict(type="bool", default=False),
+        description=dict(type="str"),
+        preemption_policy=dict(type="str", choices=[PREEMPT_LOWER_PRIORITY, NEVER], default=PREEMPT_LOWER_PRIORITY),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        force=dict(type="bool", default=False),
+    )
+    spec.update(AUTH_ARG_SPEC)
+    module = AnsibleModule(argument_spec=spec, required_if=[("state", "present", ("value",))],
+                           supports_check_mode=True)
     prepare_module(module)
     try:
         validate(module.params)

@@ -11,15 +11,18 @@
 # WHEELHOUSE/kubesched-*.whl is built from the collection's source (KUBESCHED_SOURCE, default
 # the collection this script belongs to) when it is missing or the source changed.
 # WHEELHOUSE/<target>/ then holds kubesched, every dependency and pip as wheels for that target
-# only (pip download --only-binary=:all:, manylinux up to glibc 2.36, Debian bookworm's, so one
-# target's wheels serve every supported Debian release); WHEELHOUSE/<target>/plugins the plugins.
+# only, at the versions constraints.txt beside this script pins for that target (copied to
+# WHEELHOUSE/<target>/constraints.txt, which the role's pip install obeys); manylinux up to
+# glibc 2.31, Debian bullseye's, so one target's wheels serve every supported Debian release.
+# WHEELHOUSE/<target>/plugins holds the plugins and what they need beyond kubesched.
 # Safe to run again: offline first, the index only for what is missing ("fetched" is printed
 # then). PYTHON (default python3) is the controller's Python that runs pip.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SOURCE=${KUBESCHED_SOURCE:-$(cd "$HERE/../../.." && pwd)}
 PYTHON=${PYTHON:-python3}
-GLIBC_MINOR_MAX=36
+CONSTRAINTS=$HERE/constraints.txt
+GLIBC_MINOR_MAX=31
 
 die() { printf 'wheelhouse: ERROR: %s\n' "$*" >&2; exit 1; }
 usage="usage: wheelhouse.sh WHEELHOUSE TARGET... [--plugin=PKG]... (TARGET like python3.13-x86_64)"
@@ -47,6 +50,10 @@ wheelhouse=$(cd "$wheelhouse" && pwd)
 exec 9>"$wheelhouse/.lock"
 flock 9
 
+# replace_if_changed NEW DEST: DEST becomes NEW's content, moved in whole, unless it has it already.
+replace_if_changed() {
+  if cmp -s "$1" "$2"; then rm -f "$1"; else mv -f "$1" "$2"; fi
+}
 pip() { "$PYTHON" -m pip --disable-pip-version-check --quiet "$@"; }
 export SOURCE_DATE_EPOCH=315532800   # the same source gives a byte-identical wheel
 
@@ -81,26 +88,46 @@ for target in "${targets[@]}"; do
   platforms=()
   for minor in $(seq 5 "$GLIBC_MINOR_MAX"); do platforms+=(--platform "manylinux_2_${minor}_${arch}"); done
   platforms+=(--platform "manylinux2014_${arch}" --platform "manylinux2010_${arch}" --platform "manylinux1_${arch}")
-  target_flags=(--only-binary=:all: --implementation cp --python-version "$version" --abi "$abi" --abi abi3 --abi none
+  # A late patch release: Requires-Python may exclude early ones (cryptography: !=3.9.0,!=3.9.1).
+  target_flags=(--only-binary=:all: --implementation cp --python-version "$version.99" --abi "$abi" --abi abi3 --abi none
                 "${platforms[@]}")
   dir=$wheelhouse/$target
   mkdir -p "$dir"
-  rm -f "$dir"/kubesched-*.whl
-  cp "$kubesched_wheel" "$dir"/
-  want=(kubesched pip)
-  if ! pip download "${target_flags[@]}" --no-index --find-links "$dir" --dest "$dir" "${want[@]}" 2>/dev/null; then
-    pip download "${target_flags[@]}" --find-links "$dir" --dest "$dir" "${want[@]}" ||
-      die "pip could not fetch wheels for $target (Python $version on $arch); is the package index reachable, and does every dependency publish a wheel for that target?"
+  # A file that is already right is left in place, and a new one is moved in whole (from the
+  # wheelhouse, so it is not packed half-written): a play packing this target's bundle reads the
+  # directory without the lock (a second play, or another Molecule scenario running beside).
+  cp "$kubesched_wheel" "$wheelhouse/.new-$target.whl"
+  replace_if_changed "$wheelhouse/.new-$target.whl" "$dir/${kubesched_wheel##*/}"
+  for wheel in "$dir"/kubesched-*.whl; do
+    [ "${wheel##*/}" = "${kubesched_wheel##*/}" ] || rm -f "$wheel"
+  done
+  # The pins of this target, markers evaluated for it: pip would evaluate them for the Python
+  # it runs on, not for --python-version's.
+  "$PYTHON" "$HERE/target_constraints.py" "$CONSTRAINTS" "$target" >"$wheelhouse/.new-$target.txt" ||
+    die "$CONSTRAINTS has no pins for $target (above); kubesched supports CPython 3.9 to 3.13."
+  replace_if_changed "$wheelhouse/.new-$target.txt" "$dir/constraints.txt"
+  if ! pip download "${target_flags[@]}" --no-deps --no-index --find-links "$dir" --dest "$dir" -r "$dir/constraints.txt" 2>/dev/null; then
+    pip download "${target_flags[@]}" --no-deps --find-links "$dir" --dest "$dir" -r "$dir/constraints.txt" ||
+      die "pip could not fetch the wheels $CONSTRAINTS pins for $target (Python $version on $arch); is the package index reachable?"
     echo "wheelhouse: fetched the wheels for $target into $dir"
   fi
+  # Wheels of earlier pins would change the bundle (and so the release) without being used.
+  for wheel in "$dir"/*.whl; do
+    base=${wheel##*/}
+    name=${base%%-*}
+    rest=${base#*-}
+    name=${name,,}
+    [ "$name" = kubesched ] || grep -qxF "${name//_/-}==${rest%%-*}" "$dir/constraints.txt" || rm -f "$wheel"
+  done
   rm -rf "$dir/plugins"
   if [ ${#plugins[@]} -gt 0 ]; then
     mkdir "$dir/plugins"
     cp "$wheelhouse"/.plugins/*.whl "$dir/plugins"/
     plugin_wheels=("$dir"/plugins/*.whl)
     if ! pip download "${target_flags[@]}" --no-index --find-links "$dir" --find-links "$dir/plugins" --dest "$dir/plugins" \
-         "${plugin_wheels[@]}" 2>/dev/null; then
-      pip download "${target_flags[@]}" --find-links "$dir" --find-links "$dir/plugins" --dest "$dir/plugins" "${plugin_wheels[@]}" ||
+         -c "$dir/constraints.txt" "${plugin_wheels[@]}" 2>/dev/null; then
+      pip download "${target_flags[@]}" --find-links "$dir" --find-links "$dir/plugins" --dest "$dir/plugins" \
+        -c "$dir/constraints.txt" "${plugin_wheels[@]}" ||
         die "pip could not fetch the plugins' dependencies for $target (see above)."
       echo "wheelhouse: fetched the plugins' dependencies for $target into $dir/plugins"
     fi
