@@ -2,6 +2,7 @@
 # Build the container-master base images (Debian with systemd and python3) without a
 # registry: debootstrap from Debian's mirror, then `docker import`. One image per Debian
 # suite named on the command line (default: all the masters the tests use):
+#   bullseye  localhost/kubesched-master:bullseye  Python 3.9
 #   bookworm  localhost/kubesched-master:bookworm  Python 3.11
 #   trixie    localhost/kubesched-master:trixie    Python 3.13
 # Each is rebuilt only when missing (FORCE=1 rebuilds). KUBESCHED_MASTER_IMAGE_REPO changes
@@ -9,7 +10,7 @@
 set -euo pipefail
 REPO=${KUBESCHED_MASTER_IMAGE_REPO:-localhost/kubesched-master}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-SUPPORTED=(bookworm trixie)
+SUPPORTED=(bullseye bookworm trixie)
 
 die() { printf 'build-image: ERROR: %s\n' "$*" >&2; exit 1; }
 

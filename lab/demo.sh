@@ -4,7 +4,8 @@
 #                  my-scheduler, workloads (not-ready node, dedicated nodes, preemption,
 #                  the second scheduler), a Deployment and a DaemonSet, and a table of where each pod landed,
 #                  whether it runs, and why; then a GPU workload (S11, lab/demo_gpu.py) and the device
-#                  each of its pods got. Safe to run again.
+#                  each of its pods got; a what-if of a scoring change, and the role's gate refusing
+#                  a configuration that strands pods (site.yml --check). Safe to run again.
 #   demo.sh down   remove the containers and every demo object from the lab API server.
 # Needs the lab API server (make lab-up), Docker and the base image (make setup).
 # A private lab is chosen as for lab/lab.sh, and the inventory follows it: LAB_DIR (default
@@ -26,9 +27,9 @@ CONTAINER_PREFIX=kubesched-demo-
 INVENTORY=$ROOT/inventories/lab/hosts.yml
 
 export PATH=$VENV/bin:$PATH
-site_packages=("$VENV"/lib/python3*/site-packages)
-export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$ROOT/collections:${site_packages[0]}}
-export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
+# This checkout as kubesched.scheduler; the venv's ansible finds community.* and kubernetes.core
+# on its own sys.path (ANSIBLE_COLLECTIONS_SCAN_SYS_PATH at its default, true).
+export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$ROOT/collections}
 export PYTHONPATH=$ROOT
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}
 
@@ -57,6 +58,41 @@ gpu_workload() {
   demo_gpu wait || true
   log "which GPU each pod got (from its claim's status.allocation)"
   demo_gpu table
+}
+
+# The what-if (docs/whatif.md): a scoring change previewed on the cluster's own pods before it
+# ships, with kubesched on a master; then the scheduler role's gate refusing a configuration
+# that would strand pods, before any master changes.
+WHATIF_NEW=/root/whatif-most-allocated.yaml
+whatif_preview() {
+  local master=${CONTAINER_PREFIX}master1 dir=/etc/kubesched/kube-scheduler rc=0
+  log "what-if: the default profile bin-packs (NodeResourcesFit MostAllocated, nvidia.com/gpu weighted 3); where would the cluster's pods go?"
+  docker exec -i "$master" sh -c "cat >$WHATIF_NEW" <<'YAML'
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: default-scheduler
+    pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy:
+            type: MostAllocated
+            resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}, {name: nvidia.com/gpu, weight: 3}]
+YAML
+  echo "\$ docker exec $master kubesched whatif --config $WHATIF_NEW --current $dir/config.yaml --kubeconfig $dir/kubeconfig"
+  docker exec "$master" kubesched whatif --config "$WHATIF_NEW" --current "$dir/config.yaml" --kubeconfig "$dir/kubeconfig" || rc=$?
+  # 3 and 4 are verdicts (pods stranded, too many moves), not failures of the command.
+  case $rc in 0|3|4) ;; *) die "kubesched whatif failed (exit $rc); its message is above." ;; esac
+
+  log "the role's gate: site.yml --check with a NodeAffinity rule no node meets (inventories/lab/whatif-stranding.yml)"
+  local output=$LAB/demo-whatif-gate.log
+  if ansible-playbook -i "$INVENTORY" "$ROOT/playbooks/site.yml" --check -e @"$ROOT/inventories/lab/whatif-stranding.yml" \
+       >"$output" 2>&1; then
+    die "site.yml accepted a configuration that strands the cluster's pods; its output is in $output"
+  fi
+  grep -o 'The new scheduler configuration is refused before any master changes: [^"]*' "$output" | head -n 1 | fold -s -w 100 ||
+    die "site.yml failed, but not at the what-if gate; its output is in $output"
+  echo "(site.yml stopped there: no master changed; the whole run is in $output)"
 }
 
 preflight() {
@@ -155,6 +191,7 @@ up() {
   local verdict=0
   demo_py table || verdict=$?
   gpu_workload || verdict=$?
+  whatif_preview
 
   printf '\ndemo: timings\n'
   printf '  %s\n' "${SITE_RUNS[@]}"

@@ -8,7 +8,7 @@ taint them not-ready/unreachable if kwok stopped. Pods bound to them become Runn
 deleted pod stays Terminating for its grace period. create_nodes waits until they are
 Ready and carry only the taints asked for. With ready=False (--not-ready) their kubelet
 reports NotReady (kwok still renews the Lease) until make_ready(), as a node whose
-container network is not up yet.
+container network is not up yet; make_not_ready() does that to a Ready node.
 
 static nodes (--static, static=True): Node objects that say Ready once, with no one behind
 them: no heartbeat load, so a benchmark can have thousands. The not-ready admission taint
@@ -30,6 +30,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
+from typing import Callable
 
 FAKE_NODE_LABEL = "kubesched.io/fake-node"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -105,10 +106,6 @@ def node_manifest(name: str, cpu: str = "4", memory: str = "16Gi", pods: int = 1
     }
 
 
-def _taint_identity(taint: dict) -> tuple:
-    return taint.get("key"), taint.get("value") or "", taint.get("effect")
-
-
 def _create_one(core_v1, body: dict) -> None:
     resp = core_v1.create_node(body=body, _preload_content=False)
     created = json.loads(resp.data)
@@ -163,17 +160,24 @@ def create_nodes(core_v1, count: int, prefix: str = "node-", cpu: str = "4",
                  memory: str = "16Gi", pods: int = 110, zones: int = 3,
                  labels: dict | None = None, taints: list | None = None,
                  workers: int = 16, static: bool = False, ready: bool = True, wait: bool = True,
-                 ready_timeout: float = 60.0, **extra) -> list[str]:
+                 ready_timeout: float = 60.0, indices: list[int] | None = None,
+                 extended_per_node: Callable[[int], dict] | None = None, **extra) -> list[str]:
     """Create count nodes named <prefix>0..; zones spread them round-robin over zone-0.. .
 
     kwok nodes unless static; with wait (the default) this returns once kwok nodes are
     Ready and carry exactly the taints asked for (wait_until_ready). ready=False: nodes
-    that report NotReady (make_ready turns a kwok one Ready)."""
-    names = [f"{prefix}{i}" for i in range(count)]
+    that report NotReady (make_ready turns a kwok one Ready). indices: create only these
+    of the count (a deleted node comes back as it was, in the same zone). extended_per_node(i):
+    extended resources of the i-th node alone (scheduler_perf's node-with-extended-resource
+    gives each node a resource of its own)."""
+    chosen = range(count) if indices is None else indices
+    names = [f"{prefix}{i}" for i in chosen]
+    extended = extra.pop("extended", None) or {}
     bodies = [node_manifest(name, cpu=cpu, memory=memory, pods=pods,
                             zone=f"zone-{i % zones}" if zones else None,
-                            labels=labels, taints=taints, static=static, ready=ready, **extra)
-              for i, name in enumerate(names)]
+                            labels=labels, taints=taints, static=static, ready=ready,
+                            extended={**extended, **(extended_per_node(i) if extended_per_node else {})}, **extra)
+              for i, name in zip(chosen, names)]
     with ThreadPoolExecutor(max_workers=min(workers, max(1, count))) as pool:
         list(pool.map(lambda b: _create_one(core_v1, b), bodies))
     if wait and ready and not static:
@@ -186,6 +190,12 @@ def make_ready(core_v1, name: str, timeout: float = 60.0) -> None:
     lifecycle controller has lifted the not-ready taint this returns."""
     core_v1.patch_node(name, {"metadata": {"annotations": {NOT_READY_ANNOTATION: None}}}, _preload_content=False)
     wait_until_ready(core_v1, [name], timeout)
+
+
+def make_not_ready(core_v1, name: str) -> None:
+    """The Ready kwok node's kubelet reports NotReady from now on (kwok still renews its Lease):
+    the node lifecycle controller taints it not-ready, NoSchedule and NoExecute."""
+    core_v1.patch_node(name, {"metadata": {"annotations": {NOT_READY_ANNOTATION: "true"}}}, _preload_content=False)
 
 
 def delete_nodes(core_v1, names: list[str] | None = None, workers: int = 16) -> int:

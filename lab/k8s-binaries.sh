@@ -125,18 +125,23 @@ build_k8s() {
   log "resolving modules for k8s.io/kubernetes $K8S_VERSION"
   (cd "$work" && GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>"$work/tidy.log") ||
     { cat "$work/tidy.log" >&2; die "go mod tidy failed for the kubernetes wrapper module; see above"; }
+  local -a packages=()
   for b in "${K8S_COMMANDS[@]}"; do
-    [ -x "$BIN_DIR/$b" ] && continue
-    log "building $b $K8S_VERSION from Go modules (cold: several minutes)"
-    (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w \
-        -X k8s.io/component-base/version.gitVersion=$K8S_VERSION \
-        -X k8s.io/component-base/version.gitMajor=1 \
-        -X k8s.io/component-base/version.gitMinor=${K8S_VERSION#v1.} \
-        -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION" \
-        -o "$BIN_DIR/$b.tmp" "k8s.io/kubernetes/cmd/$b") ||
-      die "building $b failed (see the Go output above). If a module is missing, check that $K8S_VERSION is a published release."
-    mv "$BIN_DIR/$b.tmp" "$BIN_DIR/$b"
+    [ -x "$BIN_DIR/$b" ] || packages+=("k8s.io/kubernetes/cmd/$b")
   done
+  # One go build for every missing command: Go compiles the packages they share once and
+  # links the binaries in parallel, where one build per command leaves cores idle at each
+  # build's serial tail.
+  log "building ${packages[*]##*/} $K8S_VERSION from Go modules (cold: several minutes)"
+  mkdir -p "$work/out"
+  (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w \
+      -X k8s.io/component-base/version.gitVersion=$K8S_VERSION \
+      -X k8s.io/component-base/version.gitMajor=1 \
+      -X k8s.io/component-base/version.gitMinor=${K8S_VERSION#v1.} \
+      -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION" \
+      -o "$work/out/" "${packages[@]}") ||
+    die "building ${packages[*]##*/} failed (see the Go output above). If a module is missing, check that $K8S_VERSION is a published release."
+  for b in "${packages[@]##*/}"; do mv "$work/out/$b" "$BIN_DIR/$b"; done
 }
 
 build_etcd() {

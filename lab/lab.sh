@@ -36,6 +36,12 @@
 #                         kcm's own defaults); the benchmark raises it so the resourceclaim
 #                         controller makes claims as fast as scheduler_perf's in-process one
 #   LAB_KWOK=0            do not start kwok (static nodes only)
+#   LAB_FEATURE_GATES     --feature-gates for kube-apiserver and kube-controller-manager
+#                         (default none); the gang tests pass GenericWorkload=true
+#   LAB_RUNTIME_CONFIG    kube-apiserver's --runtime-config (default none); a beta API such
+#                         as scheduling.k8s.io/v1beta1 (Workloads, PodGroups) needs it too.
+#                         Both take effect when a component starts: 'lab.sh down' first to
+#                         change them on a running lab
 #
 # Writes <LAB_DIR>/admin.kubeconfig (cluster-admin), ca.crt and ca.key, and one kubeconfig
 # per component; logs are <LAB_DIR>/<component>.log.
@@ -56,6 +62,10 @@ fi
 KCM_CONTROLLERS=${LAB_KCM_CONTROLLERS:-*}
 KCM_API_QPS=${LAB_KCM_API_QPS:-20}
 WANT_KWOK=${LAB_KWOK:-1}
+FEATURE_GATE_ARGS=()
+[ -z "${LAB_FEATURE_GATES:-}" ] || FEATURE_GATE_ARGS=(--feature-gates="$LAB_FEATURE_GATES")
+RUNTIME_CONFIG_ARGS=()
+[ -z "${LAB_RUNTIME_CONFIG:-}" ] || RUNTIME_CONFIG_ARGS=(--runtime-config="$LAB_RUNTIME_CONFIG")
 SERVER="https://127.0.0.1:$API_PORT"
 # The annotation kwok selects its nodes by (kwok's own convention); lab/fake_nodes.py sets it.
 KWOK_NODE_SELECTOR="kwok.x-k8s.io/node=fake"
@@ -222,7 +232,8 @@ start_apiserver() {
       --service-account-issuer=https://kubernetes.default.svc.cluster.local \
       --service-cluster-ip-range=10.0.0.0/24 --endpoint-reconciler-type=none \
       --allow-privileged=true --profiling=false \
-      --max-requests-inflight=1000 --max-mutating-requests-inflight=500
+      --max-requests-inflight=1000 --max-mutating-requests-inflight=500 \
+      ${FEATURE_GATE_ARGS[@]+"${FEATURE_GATE_ARGS[@]}"} ${RUNTIME_CONFIG_ARGS[@]+"${RUNTIME_CONFIG_ARGS[@]}"}
   fi
   wait_healthy kube-apiserver readyz 60 "A taken port moves with LAB_API_PORT."
 }
@@ -241,7 +252,7 @@ start_controller_manager() {
       --cluster-signing-cert-file="$LAB/ca.crt" --cluster-signing-key-file="$LAB/ca.key" \
       --cluster-name=kubesched-lab --controllers="$KCM_CONTROLLERS" \
       --kube-api-qps="$KCM_API_QPS" --kube-api-burst="$((KCM_API_QPS * 3 / 2))" \
-      --leader-elect=false --profiling=false
+      --leader-elect=false --profiling=false ${FEATURE_GATE_ARGS[@]+"${FEATURE_GATE_ARGS[@]}"}
   fi
   wait_healthy kube-controller-manager kcm_healthy 60 \
     "A taken port moves with LAB_KCM_PORT; a certificate the API server refuses is remade by 'lab.sh down', 'rm -rf $LAB/pki $LAB/ca.*' and 'lab.sh up'."

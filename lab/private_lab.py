@@ -12,6 +12,7 @@ import base64
 import glob
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -25,12 +26,27 @@ ROOT = Path(__file__).resolve().parents[1]
 LAB_SH = ROOT / "lab" / "lab.sh"
 
 
+# Ports to listen on, below the kernel's ephemeral range (net.ipv4.ip_local_port_range,
+# 32768-60999 by default). A port the kernel hands out for port 0 comes from that range, and
+# once released it can become the local end of any outgoing connection before the lab binds
+# it: the soak's lab failed to start three times in a row that way beside 20,000 open sockets.
+LISTEN_PORTS = range(20000, 32000)
+
+
 def free_ports(count: int) -> list[int]:
-    """Distinct loopback ports that are free now (held open together so none repeats)."""
-    sockets = [socket.socket() for _unused in range(count)]
+    """Distinct loopback ports, outside the ephemeral range, that are free now (held open
+    together so none repeats)."""
+    rng = random.SystemRandom()
+    sockets: list[socket.socket] = []
     try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
+        while len(sockets) < count:
+            sock = socket.socket()
+            try:
+                sock.bind(("127.0.0.1", rng.randrange(LISTEN_PORTS.start, LISTEN_PORTS.stop)))
+            except OSError:
+                sock.close()  # taken, or the same as one held already: draw again
+                continue
+            sockets.append(sock)
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:
@@ -44,6 +60,16 @@ def _alive(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _reap(pid: int) -> None:
+    """Wait for a stopped lab process when it is this process's child: a harness that is a
+    child subreaper (tests/bench/load.py) adopts the daemons lab.sh starts, and only their
+    parent can make their zombies go."""
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 @dataclass
@@ -115,7 +141,11 @@ class PrivateLab:
 
     def down(self) -> None:
         """Stop every process and wipe etcd's data (a saved snapshot stays)."""
+        pids = [pid for name in ("kwok", "kube-controller-manager", "kube-apiserver", "etcd")
+                if (pid := self.pid(name)) is not None]
         self._lab("down")
+        for pid in pids:
+            _reap(pid)
 
     def pid(self, name: str) -> int | None:
         """The pid of this lab's process name (kube-apiserver, etcd, ...) when it runs."""
@@ -139,6 +169,7 @@ class PrivateLab:
                     os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            _reap(pid)
         try:
             os.unlink(os.path.join(self.directory, f"{name}.pid"))
         except FileNotFoundError:
@@ -148,9 +179,12 @@ class PrivateLab:
         self.stop("kube-apiserver", sig, timeout)
 
     def _stop_keeping_data(self) -> None:
-        # etcd last, so it sees no writes while it shuts down cleanly.
+        # In lab.sh down's order: the API server's clients first, since their open watches hold
+        # its shutdown until the 30-s timeout's SIGKILL; etcd last, so it sees no writes while it
+        # shuts down cleanly.
+        order = {"kwok": 0, "kube-controller-manager": 1, "kube-apiserver": 2, "etcd": 3}
         names = sorted(Path(p).stem for p in glob.glob(os.path.join(self.directory, "*.pid")))
-        for name in sorted(names, key=lambda n: n == "etcd"):
+        for name in sorted(names, key=lambda n: order.get(n, 0)):
             self.stop(name)
 
     def save_snapshot(self) -> None:

@@ -8,22 +8,25 @@
 #                                    users run). Give each checkout its own (Molecule does): the
 #                                    role packs a target's directory into the release.
 #   $KUBESCHED_WHEELHOUSE_TARGETS    the targets (default: the test masters' Pythons, Debian
-#                                    bookworm's 3.11 and trixie's 3.13, on this machine's arch)
+#                                    bullseye's 3.9, bookworm's 3.11 and trixie's 3.13, on this
+#                                    machine's arch), at the versions
+#                                    roles/scheduler/files/constraints.txt pins
 #   ~/.cache/kubesched/debs          python3-cryptography and what it needs from Debian
-#   ~/.cache/kubesched/debs-trixie   bookworm, and from trixie, for making keys and CSRs on
-#                                    the masters of each release
+#   ~/.cache/kubesched/debs-SUITE    bookworm, and from bullseye and trixie, for making keys and
+#                                    CSRs on the masters of each release
 # Safe to run again: what is present is kept; prints "fetched" when it had to download.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${KUBESCHED_CACHE:-$HOME/.cache/kubesched}
 WHEELS=${KUBESCHED_WHEELHOUSE:-$CACHE/wheelhouse}
 ARCH=$(uname -m)
-read -r -a TARGETS <<<"${KUBESCHED_WHEELHOUSE_TARGETS:-python3.11-$ARCH python3.13-$ARCH}"
-DEB_SUITES=(bookworm trixie)
+read -r -a TARGETS <<<"${KUBESCHED_WHEELHOUSE_TARGETS:-python3.9-$ARCH python3.11-$ARCH python3.13-$ARCH}"
+DEB_SUITES=(bullseye bookworm trixie)
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
 # python3-cryptography and the dependencies a minimal master lacks, per release.
-declare -A DEB_PACKAGES=([bookworm]="python3-cryptography python3-cffi-backend"
+declare -A DEB_PACKAGES=([bullseye]="python3-cryptography python3-cffi-backend python3-six"
+                         [bookworm]="python3-cryptography python3-cffi-backend"
                          [trixie]="python3-cryptography python3-cffi-backend python3-bcrypt")
 
 die() { printf 'wheelhouse: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -44,8 +47,11 @@ fetch_debs() {
   [ ${#missing[@]} -gt 0 ] || return 0
   mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
   echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $suite main" >"$apt_dir/sources.list"
+  # No installed packages: apt would otherwise pick this machine's version when it is newer
+  # than the suite's (bookworm's python3-cryptography over bullseye's) and find no source for it.
+  : >"$apt_dir/status"
   local apt_options=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o "Dir::Etc::sourceparts=-"
-                     -o "Dir::State::lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
+                     -o "Dir::State::lists=$apt_dir/lists" -o "Dir::State::status=$apt_dir/status" -o "Dir::Cache=$apt_dir/cache"
                      -o "Debug::NoLocking=1" -o "APT::Sandbox::User=root" -o "APT::Architecture=$(dpkg --print-architecture)")
   if ! (cd "$dest" && apt-get "${apt_options[@]}" download -qq "${missing[@]}" 2>/dev/null); then
     apt-get "${apt_options[@]}" update -qq >/dev/null 2>&1 ||

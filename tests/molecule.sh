@@ -1,19 +1,85 @@
 #!/usr/bin/env bash
-# Run every Molecule scenario in extensions/molecule/, in the order of extensions/molecule/ORDER.
-set -euo pipefail
+# Run every Molecule scenario in extensions/molecule/ORDER. Each line there is a lane: its
+# scenarios run one after another, and the lanes run side by side, each against a private lab
+# of its own (lab/lab.sh with its own LAB_DIR and ports), so no lane's scheduler binds another's
+# pods or takes its Lease. The scenarios' containers and loopback addresses are distinct across
+# lanes. A scenario's output goes to its log under MOLECULE_LOG_DIR (.cache/molecule-logs); the
+# log of a scenario that fails is printed at the end. Exits 1 when any scenario failed.
+set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT/extensions/molecule" 2>/dev/null || { echo "molecule: no scenarios in extensions/molecule" >&2; exit 1; }
-[ -f ORDER ] || { echo "molecule: extensions/molecule/ORDER lists no scenarios" >&2; exit 1; }
-bash "$ROOT/lab/build-image.sh" >/dev/null
-cd "$ROOT"
-ran=0
-while read -r scenario; do
-  case "$scenario" in ''|'#'*) continue ;; esac
-  echo "---- molecule test -s $scenario"
-  start=$SECONDS
-  molecule test -s "$scenario"
-  echo "---- $scenario passed in $((SECONDS - start)) s"
-  ran=$((ran + 1))
-done <"$ROOT/extensions/molecule/ORDER"
-[ "$ran" -gt 0 ] || { echo "molecule: ORDER names no scenario" >&2; exit 1; }
-echo "molecule: $ran scenario(s) passed"
+ORDER=$ROOT/extensions/molecule/ORDER
+LOGS=${MOLECULE_LOG_DIR:-$ROOT/.cache/molecule-logs}
+[ -f "$ORDER" ] || { echo "molecule: $ORDER lists no scenarios" >&2; exit 1; }
+cd "$ROOT" || exit 1
+
+lanes=()
+while read -r line; do
+  case "$line" in ''|'#'*) continue ;; esac
+  lanes+=("$line")
+done <"$ORDER"
+[ ${#lanes[@]} -gt 0 ] || { echo "molecule: $ORDER names no scenario" >&2; exit 1; }
+
+# What every lane reads and none should build at the same time as another: the master images and
+# the offline bundle (each scenario's prepare finds them present).
+bash lab/build-image.sh >/dev/null || exit 1
+KUBESCHED_WHEELHOUSE=$ROOT/.cache/wheelhouse bash lab/wheelhouse.sh >/dev/null || exit 1
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+
+lane_lab() {  # lane_lab INDEX COMMAND...: the command with lane INDEX's private lab in its environment
+  local lane=$1 base=$((6450 + 10 * $1))
+  shift
+  env LAB_DIR="$ROOT/.lab-molecule-$lane" LAB_API_PORT=$base LAB_ETCD_PORT=$((base + 1)) \
+    LAB_ETCD_PEER_PORT=$((base + 2)) "$@"
+}
+
+labs_down() {
+  local i
+  for i in "${!lanes[@]}"; do
+    lane_lab "$i" bash lab/lab.sh down >/dev/null 2>&1
+  done
+}
+
+run_lane() {  # run_lane INDEX SCENARIO...: the lane's lab, then its scenarios in order
+  local index=$1 scenario start
+  shift
+  if ! lane_lab "$index" bash lab/lab.sh up >"$LOGS/lab-$index.log" 2>&1; then
+    echo "molecule: lane $index's lab did not start ($LOGS/lab-$index.log)"
+    for scenario in "$@"; do echo "$scenario" >"$LOGS/$scenario.failed"; done
+    return 1
+  fi
+  for scenario in "$@"; do
+    echo "---- molecule test -s $scenario (lane $index)"
+    start=$SECONDS
+    if lane_lab "$index" molecule test -s "$scenario" >"$LOGS/$scenario.log" 2>&1; then
+      echo "---- $scenario passed in $((SECONDS - start)) s"
+    else
+      echo "---- $scenario FAILED after $((SECONDS - start)) s"
+      echo "$scenario" >"$LOGS/$scenario.failed"
+    fi
+  done
+}
+
+trap 'labs_down; kill $(jobs -p) 2>/dev/null' EXIT
+trap 'exit 130' INT TERM
+pids=()
+for i in "${!lanes[@]}"; do
+  # shellcheck disable=SC2086 # a lane's scenarios are words
+  run_lane "$i" ${lanes[$i]} &
+  pids+=($!)
+done
+wait "${pids[@]}"
+
+failed=()
+for log in "$LOGS"/*.failed; do
+  [ -e "$log" ] && failed+=("$(basename "$log" .failed)")
+done
+for scenario in "${failed[@]}"; do
+  echo "==== molecule test -s $scenario failed; the end of $LOGS/$scenario.log:"
+  tail -n 150 "$LOGS/$scenario.log" 2>/dev/null
+done
+ran=$(find "$LOGS" -name '*.log' ! -name 'lab-*' | wc -l)
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "molecule: ${#failed[@]} of $ran scenario(s) failed: ${failed[*]}"
+  exit 1
+fi
+echo "molecule: $ran scenario(s) passed in ${#lanes[@]} lanes"

@@ -22,6 +22,7 @@ import resource
 import threading
 import time
 from datetime import datetime, timezone
+from typing import Any, Callable
 
 from kubesched import gctuning
 from kubesched.config import parse_config
@@ -39,6 +40,8 @@ def unsupported_reason(workload: Workload) -> str | None:
         return "steady arrival measures latency from creation, which needs the API server"
     if workload.objects_before_pods is not None:
         return "its claims, volumes or devices come from informers the replay does not feed"
+    if workload.operations:
+        return "its churn and deletions go through the API server"
     if workload.priority_classes:
         return "preemption deletes victims through the API server"
     return None
@@ -81,19 +84,26 @@ def replayed_nodes(workload: Workload) -> list[dict]:
     for group in workload.nodes:
         for i in range(group.count):
             node = node_manifest(f"{group.prefix}{i}", cpu=group.cpu, memory=group.memory, pods=group.pods,
-                                 zone=f"zone-{i % group.zones}" if group.zones else None,
-                                 taints=[dict(taint) for taint in group.taints] or None, static=True)
+                                 zone=f"zone-{i % group.zones}" if group.zones else None, labels=dict(group.labels),
+                                 taints=[dict(taint) for taint in group.taints] or None, static=True,
+                                 extended={group.resource_per_node.format(index=i): "1"}
+                                 if group.resource_per_node else None)
             node["metadata"]["resourceVersion"] = "1"
             nodes.append(node)
     return nodes
 
 
-def run_loop_apart(workload_name: str, scheduler_name: str, namespace: str,
-                   feature_gates: dict[str, bool] | None = None) -> dict:
-    """run_loop in a fresh interpreter, so its peak RSS and CPU are its own."""
+def apart(function: Callable[..., dict], *args: Any) -> dict:
+    """function(*args) in a fresh interpreter, so its peak RSS and CPU are its own."""
     context = multiprocessing.get_context("spawn")
     with context.Pool(1) as pool:
-        return pool.apply(_run_named, (workload_name, scheduler_name, namespace, feature_gates))
+        return pool.apply(function, args)
+
+
+def run_loop_apart(workload_name: str, scheduler_name: str, namespace: str,
+                   feature_gates: dict[str, bool] | None = None) -> dict:
+    """run_loop in a fresh interpreter."""
+    return apart(_run_named, workload_name, scheduler_name, namespace, feature_gates)
 
 
 def _run_named(workload_name: str, scheduler_name: str, namespace: str, feature_gates: dict[str, bool] | None) -> dict:
@@ -109,7 +119,8 @@ def run_loop(workload: Workload, scheduler_name: str, namespace: str,
     config.pop("clientConnection")
     client = NullClient()
     gctuning.tune()  # as the kubesched process does
-    scheduler = Scheduler(parse_config(config), client, rng=random.Random(1), feature_gates=feature_gates)
+    scheduler = Scheduler(parse_config(config, feature_gates=feature_gates), client, rng=random.Random(1),
+                          feature_gates=feature_gates)
     for node in replayed_nodes(workload):
         scheduler.on_node_add(node)
     for index, body in enumerate(init_pod_bodies(workload, node_names(workload.nodes))):

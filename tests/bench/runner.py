@@ -13,24 +13,25 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from lab.cluster import Cluster
 from lab.pod_watch import PodWatch
 from lab.private_lab import ROOT, PrivateLab
-from tests.bench.cluster import (
-    Cluster,
+from tests.bench.load import RUN_SAMPLE_S, LoadMonitor, LoadReport
+from tests.bench.measure import percentile, scheduling_throughput
+from tests.bench.objects import (
     NodeSet,
+    create_objects,
     delete_pods,
     ensure_namespace,
     ensure_priority_class,
-    remove_storage_objects,
+    remove_objects,
 )
-from tests.bench.load import LoadMonitor, LoadReport
-from tests.bench.measure import percentile
+from tests.bench.operations import RunningOperations
 from tests.bench.profile import Sampler
 from tests.bench.schedulers import BINDER_CONCURRENCY, QPS_PROFILES, RunningScheduler, command_line, scheduler_label
 from tests.bench.workloads import MEASURED_LABEL, Workload, init_pod_bodies, node_names, pod_manifest
 
 SAMPLE_INTERVAL_S = 0.5
-LOAD_SAMPLE_INTERVAL_S = 2.0
 # One schedulerName for every scheduler, so a saved backlog serves each of them.
 SCHEDULER_NAME = "bench-scheduler"
 
@@ -84,6 +85,8 @@ class RunContext:
     start_load: LoadReport | None = None  # what the check before the bench found
     allow_busy: bool = False  # --allow-busy: every record is marked busy
     kubesched_feature_gates: dict[str, bool] | None = None  # --kubesched-feature-gates
+    session: str = ""  # one per bench process: records of one session are compared with each other
+    subreaper: bool = False  # the bench adopts orphaned descendants (tests/bench/load.py)
 
     def _reconnect(self) -> None:
         self.cluster = Cluster(self.lab.kubeconfig)
@@ -110,18 +113,20 @@ class RunContext:
         self.nodes.ensure(workload.nodes, self.progress.log)
         for name, value in workload.priority_classes:
             ensure_priority_class(self.cluster, name, value)
-        if workload.objects_before_pods is not None:
-            remove_storage_objects(self.cluster, self.namespace)  # a shared API server may hold an older run's
-            groups = workload.objects_before_pods(self.namespace, node_names(workload.nodes), workload.init_pods,
-                                                  workload.pods)
-            for path, bodies in groups:  # in order: a claim's volume before the claim, a class before its slices
-                self.cluster.create_all(path, bodies)
-            self.progress.log(f"{label}: created {sum(len(bodies) for _path, bodies in groups)} objects the pods "
-                              f"need ({', '.join(path.rsplit('/', 1)[-1] for path, _bodies in groups)})")
+        groups = workload.objects(self.namespace)
+        if groups:
+            # A shared API server may hold an earlier run's: removed first.
+            remove_objects(self.cluster, groups, workload.made_for_pods(self.namespace))
+            created = create_objects(self.cluster, groups)
+            self.progress.log(f"{label}: created {created} objects the pods need "
+                              f"({', '.join(path.rsplit('/', 1)[-1] for path, _bodies in groups)})")
         init_bodies = init_pod_bodies(workload, node_names(workload.nodes))
         if init_bodies:
             self.cluster.create_all(pods_path, init_bodies)
             self.progress.log(f"{label}: created {len(init_bodies)} bound init pods")
+        for count, build in workload.unmeasured_pods:
+            self.cluster.create_all(pods_path, [build(i, SCHEDULER_NAME) for i in range(count)])
+            self.progress.log(f"{label}: created {count} pending pods that are not measured")
         if workload.mode == "backlog":
             total, start = workload.pods, time.monotonic()
             bodies = [workload.measured_pod(i, SCHEDULER_NAME) for i in range(total)]
@@ -200,22 +205,25 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
     """Measure one run; with profile_output, py-spy samples the scheduler into that file."""
     qps, burst = QPS_PROFILES[qps_profile]
     scheduler_name = SCHEDULER_NAME
+    prepare_start = time.monotonic()
     ctx.prepare(workload, label)
+    prepare_s = time.monotonic() - prepare_start
 
     # Started before the scheduler: the first list settles what is bound already.
-    watcher = PodWatch(ctx.cluster.core_v1, ctx.namespace, f"{MEASURED_LABEL}=true").start()
+    watcher = PodWatch(ctx.cluster.core, ctx.namespace, f"{MEASURED_LABEL}=true").start()
     log_path = os.path.join(ctx.workdir, f"{scheduler}.log")
-    running = RunningScheduler(scheduler, command_line(scheduler, ctx.cluster, ctx.workdir, scheduler_name,
-                                                       qps, burst, ctx.kubesched_source,
-                                                       ctx.binder_concurrency, ctx.kubesched_feature_gates), log_path)
+    command = command_line(scheduler, ctx.cluster, ctx.workdir, scheduler_name, qps, burst, ctx.kubesched_source,
+                           ctx.binder_concurrency, ctx.kubesched_feature_gates)
+    if ctx.load_monitor:
+        ctx.load_monitor.start_run()
+    running = RunningScheduler(scheduler, command, log_path)
+    operations = RunningOperations(workload.operations, ctx.cluster, ctx.namespace, scheduler_name)
     sampler = Sampler(running.process.pid, profile_output) if profile_output else None
     created_at: dict[str, float] = {}
     stop_arrivals = threading.Event()
     arrivals = None
     failure = ""
-    if ctx.load_monitor:
-        ctx.load_monitor.reset_run()
-    next_load_sample = 0.0
+    next_load_sample = time.monotonic() + RUN_SAMPLE_S
     try:
         if workload.mode == "steady":
             _wait_warm(ctx, running, scheduler_name, label)
@@ -232,7 +240,7 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
                 next_sample = now + SAMPLE_INTERVAL_S
             if ctx.load_monitor and now >= next_load_sample:
                 ctx.load_monitor.sample_run()
-                next_load_sample = now + LOAD_SAMPLE_INTERVAL_S
+                next_load_sample = now + RUN_SAMPLE_S
             if running.exited() is not None:
                 failure = f"{scheduler} exited with status {running.exited()}"
                 ctx.progress.log(f"{label}: {failure}; last lines of {log_path}:\n{running.log_tail()}")
@@ -251,25 +259,31 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
         stop_arrivals.set()
         if arrivals:
             arrivals.join()
+        for problem in operations.stop():
+            ctx.progress.log(f"{label}: {problem}")
         running.stop()
         watcher.close()
         if sampler:
             sampler.finish()
+        if ctx.load_monitor:
+            ctx.load_monitor.sample_run()  # the scheduler's last CPU, now reaped into the bench's
+    run_s = time.monotonic() - running.started
     record = summarise(workload, scheduler, qps_profile, running, watcher.bound_at, created_at, failure,
                        ctx.commit or git_commit(pinned=ctx.kubesched_source is not None))
-    record.update(load_fields(ctx))
+    record.update(load_fields(ctx), session=ctx.session, prepare_s=round(prepare_s, 1), run_s=round(run_s, 1))
     record["scheduler"] = scheduler_label(scheduler, ctx.kubesched_feature_gates)
     ctx.progress.log(f"{label}: {format_record(record)}")
     return record
 
 
 def load_fields(ctx: RunContext) -> dict:
-    """The load a record was measured under, and whether that makes it a busy record: the
-    machine was busy at the start, another process was busy during the run, or --allow-busy."""
+    """The load a record was measured under, and whether that makes it a busy record: other
+    processes used the machine during the run (tests/bench/load.py), or the bench measures
+    anyway (--allow-busy, also what lets a bench start on a busy machine)."""
     start = ctx.start_load.as_record() if ctx.start_load else None
-    during = ctx.load_monitor.run_record() if ctx.load_monitor else None
-    busy = ctx.allow_busy or bool(ctx.start_load and ctx.start_load.busy) or bool(during and during["busy_processes"])
-    return {"busy": busy, "load": {"start": start, "during": during}}
+    during = ctx.load_monitor.run_report() if ctx.load_monitor else None
+    busy = ctx.allow_busy or bool(ctx.start_load and ctx.start_load.busy) or bool(during and during.busy)
+    return {"busy": busy, "load": {"start": start, "during": during.as_record() if during else None}}
 
 
 def summarise(workload: Workload, scheduler: str, qps_profile: str, running: RunningScheduler,
@@ -301,6 +315,8 @@ def summarise(workload: Workload, scheduler: str, qps_profile: str, running: Run
         "pods_per_s": round(len(bound_times) / span, 1) if span > 0 else None,
         # The rate once binding has begun, start-up and preemption left out.
         "bind_rate_per_s": round((len(bound_times) - 1) / first_to_last, 1) if first_to_last > 0 else None,
+        # scheduler_perf's own figure, the one its thresholds are set on.
+        "scheduling_throughput": _rounded(scheduling_throughput(bound_times, window_start)),
         "p50_ms": round(percentile(latencies, 0.50) * 1000) if latencies else None,
         "p99_ms": round(percentile(latencies, 0.99) * 1000) if latencies else None,
         "startup_s": round(bound_times[0] - running.started, 2) if bound_times else None,
@@ -319,6 +335,10 @@ def summarise(workload: Workload, scheduler: str, qps_profile: str, running: Run
     if failure:
         record["failure"] = failure
     return record
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def format_record(record: dict) -> str:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import yaml
 
 from lab.binaries import CACHE_DIR, K8S_VERSION, binary
+from lab.cluster import Cluster
 from lab.private_lab import ROOT, free_ports
-from tests.bench.cluster import BENCH_LABEL, Cluster
+from tests.bench.objects import BENCH_LABEL
 
 KUBE_SCHEDULER = binary("kube-scheduler")
 RAW_BINDER_SOURCE = os.path.join(ROOT, "tests", "bench", "rawbinder")

@@ -8,7 +8,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tests.bench.cluster import BENCH_LABEL, NodeGroup
+from tests.bench.objects import BENCH_LABEL, NodeGroup
+from tests.bench.operations import Churn, DeletePods, Operation
 
 ZONE_KEY = "topology.kubernetes.io/zone"
 MEASURED_LABEL = "kubesched.io/bench-measured"
@@ -16,13 +17,21 @@ HIGH_PRIORITY_CLASS = ("bench-high-priority", 10)
 
 
 def pod_manifest(name: str, scheduler_name: str, cpu: str = "100m", memory: str = "500Mi",
-                 labels: dict | None = None, **spec) -> dict:
-    """scheduler_perf's pod-default.yaml, plus whatever the workload adds to the spec.
+                 labels: dict | None = None, resources: dict | None = None, ports: tuple[int, ...] = (80,),
+                 **spec) -> dict:
+    """scheduler_perf's pod-default.yaml (100m cpu, 500Mi, port 80), plus whatever the workload
+    adds to the spec. resources replaces cpu and memory as requests and limits ({} and no
+    ports: light-pod.yaml).
 
     terminationGracePeriodSeconds 0 lets a bound pod vanish at once when deleted (between
     runs, and for preemption victims), since no kubelet confirms a graceful stop.
     """
-    resources = {"cpu": cpu, "memory": memory}
+    resources = {"cpu": cpu, "memory": memory} if resources is None else resources
+    container: dict = {"name": "pause", "image": "registry.k8s.io/pause:3.10"}
+    if ports:
+        container["ports"] = [{"containerPort": port} for port in ports]
+    if resources:
+        container["resources"] = {"requests": resources, "limits": resources}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -30,12 +39,20 @@ def pod_manifest(name: str, scheduler_name: str, cpu: str = "100m", memory: str 
         "spec": {
             "schedulerName": scheduler_name,
             "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
-                            "ports": [{"containerPort": 80}],
-                            "resources": {"requests": resources, "limits": resources}}],
+            "containers": [container],
             **spec,
         },
     }
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """The scheduler_perf workload a bench workload reproduces (test/integration/scheduler_perf/
+    <config>, testcase/workload as the bench names it) and its threshold: the
+    SchedulingThroughput average in pods/s that upstream's CI must reach on its own hardware."""
+
+    config: str
+    threshold: float
 
 
 @dataclass(frozen=True)
@@ -65,13 +82,33 @@ class Workload:
     # measured pods) -> [(API collection path, bodies)], e.g. DeviceClasses and ResourceSlices, or
     # CSINodes and one bound claim per pod.
     objects_before_pods: Callable[[str, list[str], int, int], list[tuple[str, list[dict]]]] | None = None
+    # What the cluster's controllers make for the pods from those objects (collection paths, with
+    # {namespace}): removed with them, e.g. the claims made from a ResourceClaimTemplate.
+    objects_made_for_pods: tuple[str, ...] = ()
     # kube-controller-manager controllers the workload needs beyond the bench lab's
     # serviceaccount and namespace ones (the same for every scheduler of the run).
     controllers: tuple[str, ...] = ()
+    # Pods made pending before the measured ones and never measured: (count, build(i, schedulerName)),
+    # e.g. SchedulingWhileGated's gated pods.
+    unmeasured_pods: tuple[tuple[int, Callable[[int, str], dict]], ...] = ()
+    # What goes on beside the scheduler from its start until every measured pod is bound
+    # (tests/bench/operations.py: churn, deletions).
+    operations: tuple[Operation, ...] = ()
+    # The scheduler_perf workload this one reproduces in its shape, with upstream's threshold.
+    upstream: Upstream | None = None
 
     @property
     def node_count(self) -> int:
         return sum(group.count for group in self.nodes)
+
+    def objects(self, namespace: str) -> list[tuple[str, list[dict]]]:
+        """objects_before_pods for this workload's nodes and pods ([] without)."""
+        if self.objects_before_pods is None:
+            return []
+        return self.objects_before_pods(namespace, node_names(self.nodes), self.init_pods, self.pods)
+
+    def made_for_pods(self, namespace: str) -> list[str]:
+        return [path.format(namespace=namespace) for path in self.objects_made_for_pods]
 
 
 def _measured(labels: dict | None = None, **spec) -> Callable[[int, str], dict]:
@@ -146,6 +183,10 @@ DRA_TEMPLATE = "bench-one-gpu"
 DRA_DEVICES_PER_NODE = 8
 
 
+DRA_CLAIMS = f"{DRA_API}/namespaces/{{namespace}}/resourceclaims"
+_claiming_pod = _measured(resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": DRA_TEMPLATE}])
+
+
 def _dra_objects(namespace: str, nodes: list[str], _init_pods: int, _pods: int) -> list[tuple[str, list[dict]]]:
     from lab.fake_dra_driver import device_class, gpu_slice
 
@@ -187,24 +228,155 @@ def _csi_pv_init_pod(index: int) -> dict:
 
 
 def _csi_storage(namespace: str, nodes: list[str], init_pods: int, pods: int) -> list[tuple[str, list[dict]]]:
-    label = {BENCH_LABEL: "true"}
-    csi_nodes = [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node, "labels": label},
+    csi_nodes = [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node},
                   "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": node,
                                         "allocatable": {"count": CSI_VOLUME_LIMIT}}]}} for node in nodes]
     volumes, claims = [], []
     for pod_name in [f"init-{i:06d}" for i in range(init_pods)] + [f"pod-{i:06d}" for i in range(pods)]:
         claim, volume = claim_name(pod_name), f"bench-pv-{namespace}-{pod_name}"
-        volumes.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume, "labels": label},
+        volumes.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume},
                         "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
                                  "persistentVolumeReclaimPolicy": "Retain",
                                  "csi": {"driver": CSI_DRIVER, "fsType": "ext4", "volumeHandle": volume}}})
         claims.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                       "metadata": {"name": claim, "labels": label,
+                       "metadata": {"name": claim,
                                     "annotations": {"pv.kubernetes.io/bind-completed": "true"}},
                        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
                                 "volumeName": volume}})
     return [("/apis/storage.k8s.io/v1/csinodes", csi_nodes), ("/api/v1/persistentvolumes", volumes),
             (f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", claims)]
+
+
+# scheduler_perf's workloads that carry a threshold in v1.37.1, in their shapes (counts,
+# node and pod templates, churn and deletions; tests/bench/scheduler_perf_1.37.1.json holds
+# what upstream's configs say, and tests/unit/bench/test_workloads.py compares). Where
+# upstream runs a workload under feature gates, the bench takes the variant whose gates are
+# v1.37's defaults, since both schedulers run with their defaults. Upstream creates its pods
+# while its scheduler runs and waits for the init pods to be scheduled; the bench starts the
+# scheduler on a backlog instead, init pods already bound, and runs the churn and deletions
+# from the scheduler's start (tests/bench/operations.py).
+PREEMPTOR_CLASS = ("bench-preemptor", 9999999)  # default_preemption/templates/pod-high-priority.yaml
+PERF_NODE = NodeGroup(count=1, prefix="scheduler-perf-node-", pods=90000, zones=0)  # node-with-name.yaml
+EXTENDED_RESOURCE = "foo.com/bar-{index}"  # misc/templates/node-with-extended-resource.yaml
+
+
+def _node_default(count: int) -> NodeGroup:
+    """node-default.yaml: 4 cpu, 32Gi, 110 pods, no zone."""
+    return NodeGroup(count=count, zones=0)
+
+
+def _light_init_pod(index: int) -> dict:
+    return pod_manifest(f"init-{index:06d}", "default-scheduler", resources={}, ports=())
+
+
+def _init_pod_names(count: int) -> Callable[[], list[str]]:
+    return lambda: [f"init-{index:06d}" for index in range(count)]
+
+
+def _gated_pod(index: int, scheduler_name: str) -> dict:
+    return pod_manifest(f"gated-{index:06d}", scheduler_name, resources={}, ports=(),
+                        schedulingGates=[{"name": "test.k8s.io/hold"}])
+
+
+def _finalizer_pod(index: int, scheduler_name: str) -> dict:
+    pod = pod_manifest(f"finalizer-{index:06d}", scheduler_name, resources={}, ports=())
+    pod["metadata"]["finalizers"] = ["test.k8s.io/finalizer"]
+    return pod
+
+
+def _finalizer_pod_names(count: int) -> Callable[[], list[str]]:
+    return lambda: [f"finalizer-{index:06d}" for index in range(count)]
+
+
+def _daemonset_pod(index: int, scheduler_name: str) -> dict:
+    # daemonset-pod.yaml: what a DaemonSet controller makes, pinned to one node by name.
+    only_that_node = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_names((PERF_NODE,))[0]]}]}]}}}
+    return pod_manifest(f"pod-{index:06d}", scheduler_name, labels={MEASURED_LABEL: "true"}, resources={}, ports=(),
+                        affinity=only_that_node)
+
+
+def _extended_resource_pod(index: int, scheduler_name: str) -> dict:
+    return pod_manifest(f"pod-{index:06d}", scheduler_name, labels={MEASURED_LABEL: "true"}, ports=(),
+                        resources={EXTENDED_RESOURCE.format(index=index): "1"})
+
+
+def _large_cpu_pod(index: int, namespace: str, scheduler_name: str) -> tuple[str, dict]:
+    # pod-high-priority-large-cpu.yaml: 9 cpu on 4-cpu nodes, so never schedulable, and no
+    # preemption can help it.
+    return (f"/api/v1/namespaces/{namespace}/pods",
+            pod_manifest(f"pod-h-{index:06d}", scheduler_name, cpu="9", priorityClassName=HIGH_PRIORITY_CLASS[0]))
+
+
+def _preemptor_pod(index: int, namespace: str, scheduler_name: str) -> tuple[str, dict]:
+    # default_preemption/templates/pod-high-priority.yaml: 3970m, so it needs every one of the
+    # four 900m low-priority pods of a node gone.
+    return (f"/api/v1/namespaces/{namespace}/pods",
+            pod_manifest(f"pod-high-priority-{index:06d}", scheduler_name, cpu="3970m", ports=(),
+                         priorityClassName=PREEMPTOR_CLASS[0]))
+
+
+def _churn_node(index: int, _namespace: str, _scheduler_name: str) -> tuple[str, dict]:
+    # churn/node-default.yaml: room for no pod. Not a bench node (no BENCH_LABEL), so the raw
+    # binder never binds to it; the churn deletes it.
+    from lab.fake_nodes import node_manifest
+
+    return "/api/v1/nodes", node_manifest(f"node-churn-{index}", cpu="0", memory="0", pods=0, static=True)
+
+
+def _churn_service(index: int, namespace: str, _scheduler_name: str) -> tuple[str, dict]:
+    return (f"/api/v1/namespaces/{namespace}/services",
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"service-churn-{index}"},
+             "spec": {"selector": {"app": "foo"}, "ports": [{"protocol": "TCP", "port": 8080, "targetPort": 8080}]}})
+
+
+UPSTREAM_WORKLOADS: tuple[Workload, ...] = (
+    Workload("SchedulingBasic/5000Nodes_50000Pods", (_node_default(5000),), 50000, _measured(),
+             init_pods=5000, init_pod=_default_init_pod, upstream=Upstream("misc/performance-config.yaml", 790),
+             description="pod-default pods beside 5,000 bound ones"),
+    Workload("SchedulingWithMixedChurn/5000Nodes_10000Pods", (_node_default(5000),), 10000, _measured(),
+             priority_classes=(HIGH_PRIORITY_CLASS,),
+             operations=(Churn("recreate", (_churn_node, _large_cpu_pod, _churn_service), 1.0),),
+             upstream=Upstream("misc/performance-config.yaml", 710),
+             description="pod-default pods while a node with no room, an unschedulable 9-cpu priority-10 pod and a "
+                         "Service are created and deleted in turn every second"),
+    Workload("Unschedulable/5kNodes/100Init/10kPods", (_node_default(5000),), 10000, _measured(),
+             init_pods=100, init_pod=_default_init_pod, priority_classes=(HIGH_PRIORITY_CLASS,),
+             operations=(Churn("create", (_large_cpu_pod,), 0.2),),
+             upstream=Upstream("default_preemption/performance-config.yaml", 590),
+             description="pod-default pods while an unschedulable 9-cpu priority-10 pod arrives every 200 ms; "
+                         "beside 100 bound pods"),
+    Workload("Unschedulable/5kNodes/20kInit/10kPods", (_node_default(5000),), 10000, _measured(),
+             init_pods=20000, init_pod=_default_init_pod, priority_classes=(HIGH_PRIORITY_CLASS,),
+             operations=(Churn("create", (_large_cpu_pod,), 0.2),),
+             upstream=Upstream("default_preemption/performance-config.yaml", 600),
+             description="as above, beside 20,000 bound pods that each failed preemption attempt considers"),
+    Workload("SchedulingWhileGated/1Node_10000GatedPods", (PERF_NODE,), 20000, _measured(resources={}, ports=()),
+             init_pods=20000, init_pod=_light_init_pod, unmeasured_pods=((10000, _gated_pod),),
+             operations=(DeletePods(50, _init_pod_names(20000)),),
+             upstream=Upstream("misc/performance-config.yaml", 910),
+             description="light pods onto one node while 10,000 gated pods wait and its 20,000 bound pods are "
+                         "deleted at 50/s"),
+    Workload("SchedulingDeletedPodsWithFinalizers/5000Node_5000DeletingPods", (_node_default(5000),), 5000,
+             _measured(resources={}, ports=()), unmeasured_pods=((5000, _finalizer_pod),),
+             operations=(DeletePods(100, _finalizer_pod_names(5000), strip_finalizers=True),),
+             upstream=Upstream("misc/performance-config.yaml", 830),
+             description="light pods behind 5,000 pending pods with a finalizer, deleted at 100/s"),
+    Workload("SchedulingDaemonset/15000Nodes", (PERF_NODE, _node_default(15000)), 30000, _daemonset_pod,
+             upstream=Upstream("misc/performance-config.yaml", 1100),
+             description="DaemonSet-like pods, each pinned by a metadata.name node affinity to one node of 15,001"),
+    Workload("PreemptionAsync/5000Nodes_AsyncPreemptionEnabled", (_node_default(5000),), 5000, _measured(),
+             init_pods=20000, init_pod=_low_priority_init_pod, priority_classes=(PREEMPTOR_CLASS,),
+             operations=(Churn("create", (_preemptor_pod,), 0.2),), timeout_per_pod_s=0.5,
+             upstream=Upstream("default_preemption/performance-config.yaml", 570),
+             description="pod-default pods while a 3970m priority-9999999 pod arrives every 200 ms and preempts "
+                         "the four 900m pods of a node"),
+    Workload("SchedulingWithExtendedResource/5000pods_5000nodes_DRAExtendedResourceEnabled",
+             (NodeGroup(count=5000, prefix="scheduler-perf-extended-resource-", zones=0,
+                        labels=(("node-with-extended-resource", "true"),), resource_per_node=EXTENDED_RESOURCE),),
+             5000, _extended_resource_pod, upstream=Upstream("misc/performance-config.yaml", 180),
+             description="each pod asks for one unit of foo.com/bar-<i>, which only node i has"),
+)
 
 
 WORKLOADS: tuple[Workload, ...] = (
@@ -214,8 +386,9 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("SchedulingBasic/500Nodes", _plain_nodes(500), 1000, _measured(),
              qps_profiles=("default", "unthrottled"), quick=True,
              description="pod-default pods (100m cpu, 500Mi) on plain nodes"),
-    Workload("SchedulingBasic/5000Nodes", _plain_nodes(5000), 10000, _measured(),
-             description="pod-default pods on plain nodes, the headline figure"),
+    Workload("SchedulingBasic/5000Nodes_10000Pods", (_node_default(5000),), 10000, _measured(),
+             init_pods=1000, init_pod=_default_init_pod, upstream=Upstream("misc/performance-config.yaml", 680),
+             description="pod-default pods beside 1,000 bound ones, the headline figure"),
     Workload("SchedulingNodeAffinity/5000Nodes", _plain_nodes(5000), 5000, _measured(affinity=_NODE_AFFINITY),
              description="required node affinity zone In [zone-0, zone-1]: two thirds of nodes feasible"),
     Workload("SteadyArrival/500Nodes", _plain_nodes(500), 3000, _measured(), mode="steady", rate_per_s=100,
@@ -236,9 +409,9 @@ WORKLOADS: tuple[Workload, ...] = (
              # 80 s before its first binding in an earlier run, so 0.2 s per pod is too tight.
              timeout_per_pod_s=1.0,
              description="2,000 bound low-priority 900m pods fill the nodes; 3-cpu priority-10 pods preempt"),
-    Workload("SchedulingWithResourceClaimTemplate/500Nodes", _plain_nodes(500), 2000,
-             _measured(resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": DRA_TEMPLATE}]),
-             objects_before_pods=_dra_objects, timeout_per_pod_s=0.5, controllers=("resourceclaim-controller",),
+    Workload("SchedulingWithResourceClaimTemplate/500Nodes", _plain_nodes(500), 2000, _claiming_pod,
+             objects_before_pods=_dra_objects, objects_made_for_pods=(DRA_CLAIMS,), timeout_per_pod_s=0.5,
+             controllers=("resourceclaim-controller",),
              description="each pod claims one of 8 GPUs per node through a ResourceClaimTemplate "
                          "(kube-controller-manager's resourceclaim controller makes each pod's claim)"),
     Workload("SchedulingCSIPVs/1000Nodes", _plain_nodes(1000), 1000, _csi_pv_pod, init_pods=1000,
@@ -249,8 +422,12 @@ WORKLOADS: tuple[Workload, ...] = (
     # 30,000 pods) takes minutes; peak RSS is recorded as for every run.
     Workload("SchedulingBasic/15000Nodes", _plain_nodes(15000), 30000, _measured(),
              description="pod-default pods on 15,000 static nodes: throughput and peak RSS at scale"),
+    *UPSTREAM_WORKLOADS,
     Workload("CSIPVsSmoke/10Nodes", _plain_nodes(10), 30, _csi_pv_pod, init_pods=10, init_pod=_csi_pv_init_pod,
              objects_before_pods=_csi_storage, smoke=True, description="a tiny SchedulingCSIPVs run (the harness's own check)"),
+    Workload("DRASmoke/10Nodes", _plain_nodes(10), 40, _claiming_pod, objects_before_pods=_dra_objects,
+             objects_made_for_pods=(DRA_CLAIMS,), timeout_per_pod_s=1.0, controllers=("resourceclaim-controller",),
+             smoke=True, description="a tiny SchedulingWithResourceClaimTemplate run (the harness's own check)"),
 )
 
 
@@ -264,6 +441,19 @@ def init_pod_bodies(workload: Workload, node_names: list[str]) -> list[dict]:
         body["spec"]["nodeName"] = node
         bodies.append(body)
     return bodies
+
+
+# `kubesched whatif` at scale (issue 24): measured in-process on a generated cluster, no API
+# server, by tests/bench/micro/whatif.py; `make bench` records it beside the workloads above.
+WHATIF_WORKLOAD = "WhatIf/5000Nodes_10000Pods"
+WHATIF_MODE = "whatif"  # the mode and qps_profile of its records
+WHATIF_SIZE = {"nodes": 5000, "running": 10000, "pending": 20}
+WHATIF_TARGET_S, WHATIF_TARGET_MB = 30, 1024
+
+
+def is_whatif_name(name: str) -> bool:
+    """--workload names it: its exact name or its prefix."""
+    return name in (WHATIF_WORKLOAD, WHATIF_WORKLOAD.split("/", maxsplit=1)[0])
 
 
 def node_names(groups: tuple[NodeGroup, ...]) -> list[str]:

@@ -21,9 +21,9 @@ import signal
 import sys
 import time
 
+from lab.cluster import Cluster
 from lab.private_lab import ROOT, PrivateLab
 from tests.reliability import apiserver, bad_configs, bad_module_inputs, failover, races, report, roles, security
-from tests.reliability.cluster import Cluster
 from tests.reliability.instances import stop_all
 from tests.reliability.masters import Masters, image_available
 from tests.reliability.result import SuiteResult

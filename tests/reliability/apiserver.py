@@ -17,10 +17,11 @@ import signal
 import time
 import uuid
 
+from lab.cluster import Cluster
 from lab.pod_watch import PodWatch, node_of
 from lab.private_lab import PrivateLab
-from tests.reliability.cluster import Cluster
 from tests.reliability.instances import scheduler_config, start_instance, wait_until
+from tests.reliability.pods import RELIABILITY_LABELS, create_pods
 from tests.reliability.proxy import ResettingProxy
 from tests.reliability.result import SuiteResult
 
@@ -32,8 +33,8 @@ def _drain(cluster: Cluster, workdir: str, label: str, pods: int, disrupt, kubec
            drain_timeout: float = 600.0) -> dict:
     """Create a backlog, start one kubesched, call disrupt(out, watch) at 30% bound, wait for the rest."""
     scheduler_name = f"rel-{label}-{uuid.uuid4().hex[:6]}"
-    namespace = cluster.create_namespace(label)
-    cluster.create_pods(namespace, pods, scheduler_name)
+    namespace = cluster.create_namespace(label, RELIABILITY_LABELS)
+    create_pods(cluster, namespace, pods, scheduler_name)
     watch = PodWatch(cluster.core, namespace).start()
     instance = start_instance(scheduler_config(kubeconfig or cluster.kubeconfig, scheduler_name), workdir, label)
     out: dict = {"pods": pods, "namespace": namespace}
@@ -62,9 +63,9 @@ def _drain(cluster: Cluster, workdir: str, label: str, pods: int, disrupt, kubec
         # The pod informer may still be backing off (up to 30 s, as client-go's reflector) when the
         # binds already succeed; the cache must converge once it is back.
         settle_from = time.monotonic()
-        wait_until(lambda: instance.metric("scheduler_scheduler_cache_size", {"type": "assumed_pods"}) == 0, 90, 0.5)
+        wait_until(lambda: instance.metric("scheduler_cache_size", {"type": "assumed_pods"}) == 0, 90, 0.5)
         out["cache_settled_s"] = round(time.monotonic() - settle_from, 1)
-        out["cache_assumed_pods_after"] = instance.metric("scheduler_scheduler_cache_size", {"type": "assumed_pods"})
+        out["cache_assumed_pods_after"] = instance.metric("scheduler_cache_size", {"type": "assumed_pods"})
         return out
     finally:
         watch.close()
@@ -123,7 +124,7 @@ def run(lab: PrivateLab, cluster: Cluster, workdir: str, *, pods: int = 1000) ->
                      f"nodeName changes after the first: {m['double_binds']}; failed binds retried: "
                      f"{m['bind_failures_retried']}")
         result.check(f"{name}: no assumed pod left in the cache", m["cache_assumed_pods_after"] == 0,
-                     f"scheduler_scheduler_cache_size{{type=assumed_pods}} = {m['cache_assumed_pods_after']}")
+                     f"scheduler_cache_size{{type=assumed_pods}} = {m['cache_assumed_pods_after']}")
         if name == "restart":
             result.figures["apiserver_outage_s"] = m["apiserver_outage_s"]
             result.figures["watch_410_relists"] = m["watch_expired_relists"]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from lab.cluster import Cluster
 from lab.private_lab import ROOT
-from tests.reliability.cluster import Cluster
 from tests.reliability.result import SuiteResult
 
 SHARED_LAB_SERVER = "https://127.0.0.1:6443"

@@ -16,15 +16,17 @@ Scheduled events are counted per pod, and each instance's log is read for refuse
 
 from __future__ import annotations
 
+import datetime
 import signal
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 
+from lab.cluster import Cluster
 from lab.pod_watch import PodWatch, node_of
-from tests.reliability.cluster import Cluster
 from tests.reliability.instances import KubeschedInstance, scheduler_config, start_instance, wait_until
+from tests.reliability.pods import RELIABILITY_LABELS, create_pods
 from tests.reliability.result import SuiteResult
 
 
@@ -69,6 +71,10 @@ class LeaseMonitor:
         self.history: list[tuple[float, str]] = []  # (monotonic time, holder) at each change
         self.wall: dict[float, float] = {}  # monotonic time of a change -> time.time() then
         self.max_concurrent_leaders = 0
+        # The Lease's own times, as its holders wrote them (one clock: every instance runs on
+        # this host): each holder's last renewTime, and the acquireTime it took the Lease with.
+        self.last_renew: dict[str, datetime.datetime] = {}
+        self.acquired: dict[str, datetime.datetime] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="lease-monitor", daemon=True)
         self.gauge_thread = threading.Thread(target=self._gauges, name="leader-gauges", daemon=True)
@@ -100,6 +106,10 @@ class LeaseMonitor:
                     lease = event["object"]
                     resource_version = lease.metadata.resource_version
                     holder = (lease.spec.holder_identity or "") if lease.spec else ""
+                    if event["type"] != "DELETED" and holder and lease.spec.renew_time:
+                        self.last_renew[holder] = lease.spec.renew_time
+                        if lease.spec.acquire_time and holder not in self.acquired:
+                            self.acquired[holder] = lease.spec.acquire_time
                     if event["type"] != "DELETED" and holder != last:
                         now = time.monotonic()
                         self.history.append((now, holder))
@@ -124,6 +134,14 @@ class LeaseMonitor:
     def holder(self) -> str:
         return self.history[-1][1] if self.history else ""
 
+    def gap(self, old: str, new: str) -> float | None:
+        """Seconds from the old holder's last renewal to the new holder's acquisition, from the
+        Lease's own timestamps: what a standby must wait (leaseDuration at least), unaffected by
+        how late a loaded machine delivered the watch events."""
+        if old not in self.last_renew or new not in self.acquired:
+            return None
+        return round((self.acquired[new] - self.last_renew[old]).total_seconds(), 3)
+
     def first_change_after(self, moment: float, exclude: str, *, released: bool = False) -> float | None:
         """When a holder other than ``exclude`` appeared after moment (empty holder when released)."""
         for at, holder in self.history:
@@ -143,8 +161,8 @@ def run_variant(cluster: Cluster, workdir: str, sig: int, *, pods: int = 2000, k
     durations = durations or Durations()
     label = signal.Signals(sig).name.lower()
     scheduler_name = f"rel-failover-{label}-{uuid.uuid4().hex[:6]}"
-    namespace = cluster.create_namespace(f"failover-{label}")
-    cluster.create_pods(namespace, pods, scheduler_name)
+    namespace = cluster.create_namespace(f"failover-{label}", RELIABILITY_LABELS)
+    create_pods(cluster, namespace, pods, scheduler_name)
     watch = PodWatch(cluster.core, namespace).start()
     wait_until(lambda: len(watch.node) >= pods, 60)
     config = scheduler_config(cluster.kubeconfig, scheduler_name, lease_name=scheduler_name,
@@ -178,6 +196,8 @@ def run_variant(cluster: Cluster, workdir: str, sig: int, *, pods: int = 2000, k
             out["release_s"] = round(released_at - signalled, 3) if released_at else None
             out["signalled_exit_code"] = leader.wait_exit(30)
         out["takeover_s"] = round(new_holder_at - signalled, 3) if new_holder_at else None
+        new_holder = next((holder for at, holder in monitor.history if at == new_holder_at), "")
+        out["lease_gap_s"] = monitor.gap(old_holder, new_holder) if new_holder_at else None
         if new_holder_at is not None:
             # The old leader must not bind once the lease is someone else's: its log says when it did.
             leader.wait_exit(30)
@@ -238,6 +258,12 @@ def run(cluster: Cluster, workdir: str, *, pods: int = 2000, durations: Duration
             result.check(f"{name}: takeover within client-go's bound ({bound:.1f} s + 1 s)", takeover <= bound + 1.0,
                          f"measured {takeover:.2f} s; target {what} = {target:g} s "
                          f"({'met' if takeover <= target else 'missed, see the explanation'})")
+        if sig == signal.SIGKILL:
+            gap = m["lease_gap_s"]
+            result.figures["lease_gap_s_sigkill"] = gap
+            result.check("SIGKILL: the standby waited the lease out (the old leader's last renewTime to its "
+                         f"acquireTime, at least leaseDuration {durations.lease:g} s)",
+                         gap is not None and gap >= durations.lease, f"measured {gap} s")
         if sig == signal.SIGTERM:
             result.check("SIGTERM: the leader released the lease and exited 0",
                          m.get("release_s") is not None and m.get("signalled_exit_code") == 0,

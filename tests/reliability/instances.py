@@ -10,7 +10,6 @@ import calendar
 import os
 import re
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -20,7 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from lab.private_lab import ROOT
+from kubesched.client import load_client_certificate
+from lab.private_lab import ROOT, free_ports
 
 KUBESCHED = ROOT / ".venv" / "bin" / "kubesched"
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -33,9 +33,7 @@ KLOG_LINE = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d\.\d+)\s+\d+ [^\
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def scheduler_config(kubeconfig: str, scheduler_name: str, *, lease_name: str = "",
@@ -52,8 +50,8 @@ def scheduler_config(kubeconfig: str, scheduler_name: str, *, lease_name: str = 
             "leaderElection": election, "profiles": [{"schedulerName": scheduler_name}], **extra}
 
 
-def _kubeconfig_client_certificate(args: list[str]) -> tuple[str, str] | None:
-    """The (cert, key) files of the kubeconfig named by --kubeconfig or the --config file, if any."""
+def _kubeconfig_credentials(args: list[str]):
+    """The ClusterCredentials of the kubeconfig named by --kubeconfig or the --config file, if any."""
     from kubesched.client import KubeconfigError, load_kubeconfig
 
     def flag(name: str) -> str:
@@ -78,7 +76,7 @@ def _kubeconfig_client_certificate(args: list[str]) -> tuple[str, str] | None:
         creds = load_kubeconfig(kubeconfig)
     except KubeconfigError:
         return None
-    return (creds.cert_file, creds.key_file) if creds.cert_file and creds.key_file else None
+    return creds
 
 
 class KubeschedNotReady(RuntimeError):
@@ -114,9 +112,9 @@ class KubeschedInstance:
         self._tls.verify_mode = ssl.CERT_NONE
         # /metrics is for identities the API server allows (delegated authorization, as
         # kube-scheduler's): scrape with the client certificate of the kubeconfig it runs with.
-        client_cert = _kubeconfig_client_certificate(self.args)
-        if client_cert:
-            self._tls.load_cert_chain(*client_cert)
+        creds = _kubeconfig_credentials(self.args)
+        if creds is not None:
+            load_client_certificate(self._tls, creds)
 
     @property
     def pid(self) -> int:

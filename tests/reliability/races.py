@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import uuid
 
+from lab.cluster import Cluster
 from lab.pod_watch import node_of
-from tests.reliability.cluster import Cluster
 from tests.reliability.instances import scheduler_config, start_instance, wait_until
+from tests.reliability.pods import RELIABILITY_LABELS, create_pods
 from tests.reliability.result import SuiteResult
 
 RACE_TAINT = {"key": "kubesched.io/reliability-race", "value": "foreign", "effect": "NoSchedule"}
@@ -47,7 +48,7 @@ def _ensure_full_node(cluster: Cluster, name: str, capacity: int) -> None:
 def run(cluster: Cluster, workdir: str, *, pods: int = 40, each: int = 10) -> SuiteResult:
     result = SuiteResult("races", "Races between decision and bind")
     scheduler_name = f"rel-races-{uuid.uuid4().hex[:6]}"
-    namespace = cluster.create_namespace("races")
+    namespace = cluster.create_namespace("races", RELIABILITY_LABELS)
     full_prefix = f"rel-race-full-{uuid.uuid4().hex[:4]}-"
     full_node = full_prefix + "0"
     _ensure_full_node(cluster, full_prefix, each)
@@ -55,11 +56,11 @@ def run(cluster: Cluster, workdir: str, *, pods: int = 40, each: int = 10) -> Su
                               workdir, "races")
     try:
         instance.wait_ready()
-        names = cluster.create_pods(namespace, pods, scheduler_name)
-        decided = wait_until(lambda: (instance.metric("scheduler_scheduler_cache_size",
+        names = create_pods(cluster, namespace, pods, scheduler_name)
+        decided = wait_until(lambda: (instance.metric("scheduler_cache_size",
                                                       {"type": "assumed_pods"}) or 0) >= 2 * each + 5, 30)
         result.check("decisions were taken while binds waited", bool(decided),
-                     f"assumed pods seen: {instance.metric('scheduler_scheduler_cache_size', {'type': 'assumed_pods'})}")
+                     f"assumed pods seen: {instance.metric('scheduler_cache_size', {'type': 'assumed_pods'})}")
         pending = [n for n in reversed(names) if not node_of(cluster.pod(namespace, n))]
         deleted, foreign = pending[:each], pending[each:2 * each]
         for name in deleted:
@@ -72,7 +73,7 @@ def run(cluster: Cluster, workdir: str, *, pods: int = 40, each: int = 10) -> Su
         result.check("no pod left Pending", bool(all_bound),
                      f"unbound: {[n for n in survivors if not node_of(cluster.pod(namespace, n))][:10]}")
         result.check("the foreign binds stood", all(node_of(cluster.pod(namespace, n)) == full_node for n in foreign))
-        settled = wait_until(lambda: instance.metric("scheduler_scheduler_cache_size", {"type": "assumed_pods"}) == 0,
+        settled = wait_until(lambda: instance.metric("scheduler_cache_size", {"type": "assumed_pods"}) == 0,
                              30, 0.2)
         result.check("no assumed pod left in the cache", settled is not None)
         failures = instance.bind_failures()
@@ -80,10 +81,10 @@ def run(cluster: Cluster, workdir: str, *, pods: int = 40, each: int = 10) -> Su
         result.figures["races_lost_by_kubesched"] = len(lost_races)
         result.check("kubesched met the races (its binds for those pods were refused)", len(lost_races) > 0,
                      f"{len(lost_races)} of {2 * each} raced pods had a refused bind in kubesched's log")
-        cached = wait_until(lambda: instance.metric("scheduler_scheduler_cache_size", {"type": "pods"}) ==
+        cached = wait_until(lambda: instance.metric("scheduler_cache_size", {"type": "pods"}) ==
                             _bound_pods_in_cluster(cluster), 30, 0.5)
         result.check("the cache holds as many pods as the cluster has bound", cached is not None,
-                     f"cache {instance.metric('scheduler_scheduler_cache_size', {'type': 'pods'})}, "
+                     f"cache {instance.metric('scheduler_cache_size', {'type': 'pods'})}, "
                      f"cluster {_bound_pods_in_cluster(cluster)}")
         probe = "probe-full"
         cluster.core.create_namespaced_pod(namespace, {

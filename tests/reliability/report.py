@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from lab.private_lab import ROOT
+from tests.reliability.soak.results import section as soak_section
 
 RESULTS = ROOT / "tests" / "reliability" / "results" / "latest.json"
 DOC = ROOT / "docs" / "reliability.md"
@@ -25,7 +26,8 @@ MEASURED_PATHS = ("kubesched", "roles", "playbooks", "plugins", "tests/reliabili
                   ":(exclude)tests/reliability/results")
 
 
-def _commit() -> str:
+def commit() -> str:
+    """The checkout's commit, with +dirty when what the suites run has uncommitted changes."""
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
                           check=False)
     changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *MEASURED_PATHS],
@@ -47,7 +49,7 @@ def build(suites: list[dict], settings: dict) -> dict:
         summary["double_binds"] = sum(v for v in doubles if v is not None)
     return {
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "commit": _commit(),
+        "commit": commit(),
         "machine": {"cpus": _cpus(), "python": platform.python_version(), "system": platform.platform()},
         "settings": settings,
         "passed": all(s["passed"] for s in suites),
@@ -146,6 +148,7 @@ def render(data: dict) -> str:
         out += [ANALYSIS.read_text(encoding="utf-8").rstrip(), ""]
     for suite in data["suites"]:
         out += _suite_section(suite)
+    out += soak_section()
     out += _left_to_do(data)
     out += _method()
     return "\n".join(out).rstrip() + "\n"
@@ -345,10 +348,13 @@ def _method() -> list[str]:
         "",
         "## Behaviours these suites guard",
         "",
-        "- A leader that stops (SIGTERM, or its Lease lost) drops the binds still queued behind its",
-        "  client's rate limiter and releases the Lease only after the binds in flight have finished,",
-        "  so no pod is bound by the old leader after the new one took over",
-        "  (kubesched/schedule_one.py, kubesched/cli.py; the SIGTERM failover counts such binds).",
+        "- A leader that stops on SIGTERM drops the binds still queued behind its client's rate limiter",
+        "  and releases the Lease only after the binds in flight have finished, so no pod is bound by",
+        "  the old leader after the new one took over (kubesched/schedule_one.py, kubesched/cli.py; the",
+        "  SIGTERM failover counts such binds). A leader that loses its Lease exits at once, as",
+        "  kube-scheduler does, so a bind held up at the API server (etcd restarting) is dropped with its",
+        "  connection instead of landing after another instance took over (found by the soak; the",
+        "  failover test with a stopped etcd checks it, for kube-scheduler too).",
         "- A profile with an empty `schedulerName` is rejected (`Required value`), as upstream rejects",
         "  it, instead of claiming every default-scheduler pod (kubesched/config/load.py; bad configs).",
         "",

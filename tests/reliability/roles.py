@@ -31,8 +31,8 @@ from pathlib import Path
 
 import yaml
 
+from lab.cluster import Cluster
 from lab.private_lab import PrivateLab
-from tests.reliability.cluster import Cluster
 from tests.reliability.instances import https_get, wait_until
 from tests.reliability.masters import Masters
 from tests.reliability.result import SuiteResult

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import yaml
 
+from lab.cluster import Cluster
 from lab.private_lab import ROOT, PrivateLab
-from tests.reliability.cluster import Cluster
 from tests.reliability.instances import https_get, scheduler_config, start_instance, wait_until
 from tests.reliability.masters import CONFIG_DIR
 from tests.reliability.result import SuiteResult
@@ -64,8 +64,9 @@ def _load_ca(lab: PrivateLab):
 
 
 def issue(directory: Path, name: str, common_name: str, *, ca=None, server_ip: str | None = None,
-          organizations: tuple[str, ...] = ()) -> tuple[str, str]:
-    """A key and certificate signed by ca (cert, key), or self-signed as a rogue CA would."""
+          organizations: tuple[str, ...] = (), authority: bool = False) -> tuple[str, str]:
+    """A key and certificate signed by ca (cert, key), or self-signed as a rogue CA would; with
+    authority, a CA certificate (self-signed unless ca is given) that can sign others."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -81,7 +82,13 @@ def issue(directory: Path, name: str, common_name: str, *, ca=None, server_ip: s
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
                .not_valid_before(now - datetime.timedelta(minutes=5))
                .not_valid_after(now + datetime.timedelta(days=1)))
-    if server_ip:
+    if authority:
+        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        builder = builder.add_extension(x509.KeyUsage(
+            digital_signature=True, content_commitment=False, key_encipherment=False, data_encipherment=False,
+            key_agreement=False, key_cert_sign=True, crl_sign=True, encipher_only=False, decipher_only=False),
+            critical=True)
+    elif server_ip:
         builder = builder.add_extension(x509.SubjectAlternativeName(
             [x509.IPAddress(ipaddress.ip_address(server_ip)), x509.DNSName("localhost")]), critical=False)
         builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)

@@ -6,6 +6,7 @@ and writes a JSON report:
 
 - no_leader_windows: for each change of holder, the time between the old leader's last
   renewal (or its release) and the new leader's acquireTime, from the Lease's own times;
+- holders: each holder in the order it held the Lease;
 - pods: how many were created and bound, and the longest and median waits from creation to
   the first poll that saw them bound.
 
@@ -125,12 +126,14 @@ def main(argv: list[str] | None = None) -> int:
 
     waits = sorted(bound[name] - created[name] for name in bound)
     gaps = leader_gaps(records)
+    held = [rec["holder"] for rec in records if rec["holder"]]
     longest_wait = max(bound, key=lambda n: bound[n] - created[n]) if bound else None
     report = {
         "lease": args.lease,
         "leader_changes": len(gaps),
         "no_leader_windows": gaps,
         "longest_no_leader_s": max((g["seconds"] for g in gaps), default=0.0),
+        "holders": [holder for i, holder in enumerate(held) if i == 0 or held[i - 1] != holder],
         "pods_created": len(created),
         "pods_bound": len(bound),
         "pods_unbound": sorted(set(created) - set(bound)),

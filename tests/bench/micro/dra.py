@@ -6,7 +6,7 @@ Not a test. Run it from the repository root:
 
     .venv/bin/python tests/bench/micro/dra.py [--nodes 500] [--pods 2000]
 
-The DRA manager's stores are filled directly, as its informers would fill them; each pod's
+The scheduler's informers are fed the objects as a watch would bring them; each pod's
 claim is added just before the pod is scheduled (as the resourceclaim controller makes it),
 and PreBind's claim writes are answered at once, so the allocated claims pile up in the
 manager's assume cache as they do on a real cluster. It prints the mean CPU and wall
@@ -29,7 +29,6 @@ from schedule_one import node_manifest  # noqa: E402
 
 from kubesched import gctuning  # noqa: E402
 from kubesched.config import parse_config  # noqa: E402
-from kubesched.dra.manager import manager_for  # noqa: E402
 from kubesched.framework.types import PodInfo  # noqa: E402
 from kubesched.scheduler import Scheduler  # noqa: E402
 from lab.fake_dra_driver import device_class, gpu_slice  # noqa: E402
@@ -83,14 +82,14 @@ def main() -> None:
                         "profiles": [{}]})
     client = ClaimWritingClient()
     sched = Scheduler(cfg, client, rng=random.Random(opts.seed))
-    manager = manager_for(client)
-    manager.classes[CLASS] = device_class(CLASS)
+    informers, manager = sched.informers, sched.dra
+    informers.put("deviceclasses", device_class(CLASS))
     for i in range(opts.nodes):
         node = node_manifest(i, "basic")
         sched.on_node_add(node)
         body = gpu_slice(node["metadata"]["name"], 8)
         body["metadata"]["resourceVersion"] = "1"
-        manager.slices[body["metadata"]["name"]] = body
+        informers.put("resourceslices", body)
     manager.list_slices()
     if not opts.default_gc:
         gctuning.freeze_synced()
@@ -99,7 +98,7 @@ def main() -> None:
         cpu0, wall0 = time.process_time(), time.perf_counter()
         for index in range(first, first + count):
             pod, claim = pod_and_claim(index)
-            manager.put_claim(claim)
+            informers.put("resourceclaims", claim)
             sched.schedule_one(PodInfo(pod))
         sched.wait_for_binds(60)
         return time.process_time() - cpu0, time.perf_counter() - wall0

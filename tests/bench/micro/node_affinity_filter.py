@@ -17,18 +17,11 @@ sys.path.insert(0, "tests/bench/micro")
 
 from schedule_one import node_manifest, pod_manifest  # noqa: E402
 
+from kubesched.framework.handle import Handle  # noqa: E402
 from kubesched.framework.interface import CycleState  # noqa: E402
 from kubesched.framework.snapshot import Snapshot  # noqa: E402
 from kubesched.framework.types import NodeInfo, PodInfo  # noqa: E402
 from kubesched.plugins.node_affinity import NodeAffinity  # noqa: E402
-
-
-class Handle:
-    def __init__(self, snapshot: Snapshot):
-        self._snapshot = snapshot
-
-    def snapshot(self) -> Snapshot:
-        return self._snapshot
 
 
 def main() -> None:
@@ -36,7 +29,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=300)
     opts = parser.parse_args()
     nodes = [NodeInfo(node_manifest(i, "affinity")) for i in range(5000)]
-    plugin = NodeAffinity(None, Handle(Snapshot(nodes)))
+    plugin = NodeAffinity(None, Handle(snapshot=Snapshot(nodes)))
     pod = PodInfo(pod_manifest(1, "affinity"))
     chunk = nodes[1000:1750]
     cpu0 = time.process_time()

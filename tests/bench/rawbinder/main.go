@@ -42,17 +42,21 @@ type config struct {
 }
 
 type objectMeta struct {
-	Name            string `json:"name"`
-	Namespace       string `json:"namespace"`
-	UID             string `json:"uid"`
-	ResourceVersion string `json:"resourceVersion"`
+	Name              string  `json:"name"`
+	Namespace         string  `json:"namespace"`
+	UID               string  `json:"uid"`
+	ResourceVersion   string  `json:"resourceVersion"`
+	DeletionTimestamp *string `json:"deletionTimestamp"`
 }
 
 type pod struct {
 	Metadata objectMeta `json:"metadata"`
 	Spec     struct {
-		NodeName      string `json:"nodeName"`
-		SchedulerName string `json:"schedulerName"`
+		NodeName        string `json:"nodeName"`
+		SchedulerName   string `json:"schedulerName"`
+		SchedulingGates []struct {
+			Name string `json:"name"`
+		} `json:"schedulingGates"`
 	} `json:"spec"`
 }
 
@@ -200,8 +204,10 @@ func (b *binder) pendingSelector() string {
 }
 
 // enqueue hands a pending pod to the workers once, however many watch events name it.
+// A gated pod or one being deleted is left alone, as a scheduler leaves it (the API server
+// would refuse its binding anyway).
 func (b *binder) enqueue(p pod) {
-	if p.Spec.NodeName != "" {
+	if p.Spec.NodeName != "" || len(p.Spec.SchedulingGates) > 0 || p.Metadata.DeletionTimestamp != nil {
 		return
 	}
 	b.seenMu.Lock()

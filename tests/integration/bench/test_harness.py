@@ -11,8 +11,9 @@ from datetime import datetime
 
 import pytest
 
-from tests.bench.cluster import BENCH_LABEL, Cluster
+from lab.cluster import Cluster
 from tests.bench.measure import percentile
+from tests.bench.objects import BENCH_LABEL
 from tests.bench.report import TABLE_BEGIN, TABLE_END, merge_results
 from tests.bench.workloads import select
 
@@ -86,6 +87,30 @@ def test_cluster_is_left_clean(smoke_run, lab_kubeconfig):
     assert cluster.list_names("/api/v1/pods", {"labelSelector": f"{BENCH_LABEL}=true"}) == []
 
 
+def test_a_dra_workload_runs_twice_on_one_api_server_and_leaves_nothing(lab_kubeconfig, tmp_path):
+    """The objects a DRA workload's pods need (a DeviceClass, ResourceSlices, a template) and
+    the claims made from them are labelled and removed, before a run and after: a second
+    run on the same API server must not meet the first one's (it failed with 409 Conflict)."""
+    from tests.bench.cli import NAMESPACE
+
+    for attempt in (1, 2):
+        out = tmp_path / f"run-{attempt}"
+        command = [sys.executable, "-m", "tests.bench", "--workload", "DRASmoke", "--kubeconfig", lab_kubeconfig,
+                   "--scheduler", "kubesched", "--workdir", str(out / "work"), "--run-timeout", "120", "--allow-busy",
+                   "--results", str(out / "latest.json"), "--docs", str(out / "performance.md"),
+                   "--plot", str(out / "throughput.png")]
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+        assert result.returncode == 0, f"run {attempt} failed:\n{result.stdout}\n{result.stderr}"
+        (record,) = json.loads((out / "latest.json").read_text())["records"]
+        assert (record["workload"], record["bound"], record["complete"]) == ("DRASmoke/10Nodes", 40, True), record
+    cluster = Cluster(lab_kubeconfig)
+    selector = {"labelSelector": f"{BENCH_LABEL}=true"}
+    for path in ("/apis/resource.k8s.io/v1/deviceclasses", "/apis/resource.k8s.io/v1/resourceslices",
+                 "/apis/resource.k8s.io/v1/resourceclaimtemplates", "/api/v1/nodes"):
+        assert cluster.list_names(path, selector) == [], path
+    assert NAMESPACE not in cluster.list_names("/api/v1/namespaces")
+
+
 def test_a_partial_run_replaces_only_its_own_records(tmp_path):
     path = str(tmp_path / "latest.json")
     old = {"workload": "Smoke/20Nodes", "scheduler": "raw-binder", "qps_profile": "default", "pods_per_s": 1}
@@ -98,7 +123,8 @@ def test_a_partial_run_replaces_only_its_own_records(tmp_path):
 
 def test_workload_selection():
     assert [w.name for w in select(["SchedulingBasic"], quick=False)] == [
-        "SchedulingBasic/500Nodes", "SchedulingBasic/5000Nodes", "SchedulingBasic/15000Nodes"]
+        "SchedulingBasic/500Nodes", "SchedulingBasic/5000Nodes_10000Pods", "SchedulingBasic/15000Nodes",
+        "SchedulingBasic/5000Nodes_50000Pods"]
     assert [w.name for w in select(None, quick=True)] == ["SchedulingBasic/500Nodes"]
     assert "Smoke/20Nodes" not in [w.name for w in select(None, quick=False)]
     with pytest.raises(ValueError, match="unknown workload 'Nope'"):

@@ -6,7 +6,8 @@ its command line, over HTTP or HTTPS, speaking k8s.io/kube-scheduler/extender/v1
 
 A node rule `PART=VALUE` applies to every node whose name contains PART (tests prefix node
 names, so rules name a distinctive part such as "alpha"). `--misbehave VERB=garbage|sleep:SECONDS|status:CODE|error:MESSAGE` makes one verb
-answer badly. `--client-ca CA` (with --tls-cert/--tls-key) requires a client certificate that CA
+answer badly; a POST to /control with {"misbehave": {"VERB": "..."}} replaces those rules while it runs
+(an empty object makes every verb answer well again). `--client-ca CA` (with --tls-cert/--tls-key) requires a client certificate that CA
 signed, as an extender behind mutual TLS does. Every request is appended to --log as one JSON line (verb, pod, node names,
 whether full nodes or names only were sent, the client certificate's CN) so a test can check what the scheduler sent.
 """
@@ -130,6 +131,9 @@ def handler_for(extender: Extender):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             verb = self.path.rstrip("/").rsplit("/", 1)[-1]
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if verb == "control":
+                extender.misbehave = dict(body.get("misbehave") or {})
+                return self._answer(200, json.dumps({"misbehave": extender.misbehave}).encode())
             extender.record(verb, body, _client_common_name(self.connection))
             misbehaviour = extender.misbehave.get(verb, "")
             if misbehaviour.startswith("sleep:"):

@@ -104,12 +104,11 @@ class ApiProxy:
 
         import urllib3
 
-        from kubesched.client import load_kubeconfig
+        from kubesched.client import load_kubeconfig, tls_config_for
 
         creds = load_kubeconfig(lab_kubeconfig)
         self.upstream = creds.server
-        self.pool = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_certs=creds.ca_file,
-                                        cert_file=creds.cert_file, key_file=creds.key_file, maxsize=16)
+        self.pool = urllib3.PoolManager(ssl_context=tls_config_for(creds), maxsize=16)
         self.expire_watches = False
         self.fail_binds = 0  # answer this many pods/binding POSTs with 500, as an API server in trouble
         self.expired: list[str] = []

@@ -631,3 +631,32 @@ def test_binding_failure_condition_fails_the_binding_and_frees_the_device(runs):
     assert result["bound"] is False
     assert result["messages"] == ['running PreBind plugin "DynamicResources": device binding failed: claim=c, '
                                   'reason=NoLink, message="cable out"']
+
+
+def test_explain_allocates_the_pods_claim_on_every_node(core_v1, dra, nodes, kubesched_cli, tmp_path,
+                                                        lab_kubeconfig):
+    """`kubesched explain` lists the DRA objects with the nodes and pods (the informers'
+    load): the node with the driver's GPUs is feasible, the node without is rejected by
+    DynamicResources, and the claim is not reported missing."""
+    unserved = f"explain-{uuid.uuid4().hex[:6]}"  # no scheduler serves it: the pod stays pending
+    run = Run("kubesched", unserved, core_v1, dra, nodes, f"t-dra-explain-{uuid.uuid4().hex[:5]}")
+    try:
+        run.make_nodes("plain", "gpu")
+        run.publish("gpu")
+        run.claim("one", gpu_request(run.gpu_class()))
+        run.pod("p", "one")
+        config = tmp_path / "explain.yaml"
+        config.write_text(yaml.safe_dump({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration",
+                                          "clientConnection": {"kubeconfig": lab_kubeconfig},
+                                          "profiles": [{"schedulerName": unserved}]}))
+        code, out, err = kubesched_cli("explain", f"{run.namespace}/p", "--config", str(config))
+        assert code == 0 and "Scores of feasible nodes" in out, (err, out)
+        nodes_table, scores_table = out.split("Scores of feasible nodes")
+        rows = {line.split()[0]: line for line in nodes_table.splitlines() if line.startswith(run.node_prefix)}
+        assert rows[run.node("gpu")].split()[1] == "feasible", out
+        plain = rows[run.node("plain")]
+        assert "DynamicResources" in plain and "cannot allocate all claims" in plain, out
+        assert "not found" not in out and run.node("gpu") in scores_table and run.node("plain") not in scores_table
+    finally:
+        run.remove_nodes()
+        run.cleanup()

@@ -1,11 +1,21 @@
-"""Every flag the pinned kube-scheduler lists in --help is accepted by kubesched.
+"""Every flag the pinned kube-scheduler lists in --help is accepted by kubesched, and explained.
 
 The list is read from `kube-scheduler --help` at test time, so a flag upstream adds is a
 failure here until kubesched knows it. Each flag goes through kubesched's parser alone; then
 all of them at once through the real `kubesched` command with --write-config-to, which must
 exit 0, warn once for each flag it ignores, and carry the flags it honours into the file.
+
+--feature-gates is judged as the pinned kube-scheduler judges it: the same values go to both
+commands (with --version, which both print only after the gates were set), which must agree
+on the exit status and the error; and kubesched's table of the gates v1.37 knows
+(kubesched/kube_features.py) is checked against the binary: every gate at its default is
+accepted, every gate flipped is refused exactly for the gates locked to their default, and
+the alpha and beta gates with their defaults are the ones `kube-scheduler --help` lists.
+(test_kubesched_metrics.py checks the full list against kube-scheduler's
+kubernetes_feature_enabled metric.)
 """
 
+import json
 import re
 import subprocess
 
@@ -15,6 +25,7 @@ from kubesched_lab import KUBESCHED
 from placement_agreement import KUBE_SCHEDULER
 
 from kubesched import cli, flags
+from kubesched.kube_features import KNOWN
 
 # "      --name type   description" or "  -v, --v Level   description"; bool flags have no type.
 FLAG_LINE = re.compile(r"^\s+(?:-\w, )?--(?P<name>[a-z0-9][a-z0-9-]*)(?: (?P<type>[A-Za-z0-9.]+)(?:\[=\w+\])?)?(?:\s{2,}|$)")
@@ -24,7 +35,7 @@ VALUE_FOR_NAME = {  # values that are valid, not just well-formed, so that the c
     "tls-cipher-suites": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "master": "https://127.0.0.1:1",
     "leader-elect-lease-duration": "20s", "leader-elect-renew-deadline": "15s", "leader-elect-retry-period": "3s",
     "secure-port": "0", "bind-address": "127.0.0.1", "emulated-version": "kube=1.37",
-    "feature-gates": "kube:SchedulerQueueingHints=true", "min-compatibility-version": "kube=1.36", "config": "",
+    "feature-gates": "kube:InPlacePodVerticalScaling=true", "min-compatibility-version": "kube=1.36", "config": "",
 }
 VALUE_FOR_TYPE = {
     "string": "x", "int": "3", "int32": "3", "float": "3", "float32": "3", "uint": "3", "duration": "7s",
@@ -90,3 +101,99 @@ def test_all_upstream_flags_at_once_run_the_command(every_flag, tmp_path):
 def test_version_flag_prints_and_exits(kubesched_cli):
     code, out, _err = kubesched_cli("--version")
     assert code == 0 and out.startswith("kubesched ")
+
+
+def test_every_upstream_flag_has_help_text(every_flag):
+    helps = {option[2:]: action.help for action in flags.build_parser()._actions for option in action.option_strings}
+    silent = sorted(name for name, _kind in every_flag if not (helps.get(name) or "").strip())
+    assert silent == [], f"flags without help text in kubesched --help: {silent}"
+
+
+def test_help_lists_the_commands(kubesched_cli):
+    code, out, _err = kubesched_cli("--help")
+    assert code == 0
+    for command in ("validate-config", "explain", "kubesched [flags]"):
+        assert command in out
+
+
+# --- feature gates ------------------------------------------------------------------------------
+
+def _run(command: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def _refusal(stderr: str) -> set[str]:
+    """The errors of a `"command failed" err="..."` line, as a set (Go lists an aggregate in map order)."""
+    line = next((x for x in stderr.splitlines() if '"command failed" err=' in x), None)
+    if line is None:
+        return set()
+    text = json.loads(line.split('"command failed" err=', 1)[1])
+    if text.startswith("[") and text.endswith("]"):
+        return set(re.split(r", (?=cannot set|\w+ is enabled, but)", text[1:-1]))
+    return {text}
+
+
+def _gate_warnings(stderr: str) -> list[str]:
+    return sorted(x.split("] ", 1)[1] for x in stderr.splitlines() if "feature gate. It will be removed" in x)
+
+
+GATE_CASES = [
+    ["NoSuchGate=true"],
+    ["kube:NoSuchGate=true"],
+    ["NoEquals"],
+    ["OpportunisticBatching=maybe"],
+    ["wardle:A=true"],
+    ["OpportunisticBatching=true", "kube:OpportunisticBatching=false"],
+    ["DynamicResourceAllocation=false"],
+    ["DRAAdminAccess=true,DynamicResourceAllocation=false,CRDValidationRatcheting=false"],
+    ["DRAPartitionableDevicesType=true"],
+    ["OpportunisticBatching=false"],
+    ["kube:AllBeta=false", "kube:InPlacePodVerticalScaling=true"],
+    ["AllowServiceExternalIPs=true,InPlacePodVerticalScaling=TRUE"],
+    [""],
+]
+
+
+@pytest.mark.parametrize("gates", GATE_CASES, ids=lambda gates: " ".join(gates) or "empty")
+def test_feature_gates_are_judged_as_kube_scheduler_judges_them(gates):
+    argv = [f"--feature-gates={value}" for value in gates] + ["--version"]
+    upstream = _run([KUBE_SCHEDULER, *argv])
+    ours = _run([str(KUBESCHED), *argv])
+    assert (ours.returncode, _refusal(ours.stderr)) == (upstream.returncode, _refusal(upstream.stderr)), \
+        f"kube-scheduler:\n{upstream.stderr}\nkubesched:\n{ours.stderr}"
+    assert _gate_warnings(ours.stderr) == _gate_warnings(upstream.stderr)
+    if upstream.returncode:  # one line for the error (after any the gates logged)
+        assert len(ours.stderr.strip().splitlines()) == 1 + len(_gate_warnings(ours.stderr)), ours.stderr
+
+
+def _gates(values: dict[str, bool]) -> str:
+    return "--feature-gates=" + ",".join(f"{name}={str(value).lower()}" for name, value in values.items())
+
+
+def test_every_gate_kubesched_knows_is_one_kube_scheduler_knows():
+    at_default = {name: default for name, (default, _locked, _stage) in KNOWN.items()}
+    for command in ([KUBE_SCHEDULER], [str(KUBESCHED)]):
+        done = _run([*command, _gates(at_default), "--version"])
+        assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_gates_locked_to_their_default_are_the_ones_kube_scheduler_locks():
+    flipped = {name: not default for name, (default, _locked, _stage) in KNOWN.items()}
+    expected = {f"cannot set feature gate {name} to {str(not default).lower()}, feature is locked to "
+                f"{str(default).lower()}" for name, (default, locked, _stage) in KNOWN.items() if locked}
+    upstream = _run([KUBE_SCHEDULER, _gates(flipped), "--version"])
+    ours = _run([str(KUBESCHED), _gates(flipped), "--version"])
+    assert upstream.returncode == ours.returncode == 1
+    assert _refusal(upstream.stderr) == expected
+    assert _refusal(ours.stderr) == expected
+
+
+def test_the_alpha_and_beta_gates_are_the_ones_kube_scheduler_lists():
+    done = _run([KUBE_SCHEDULER, "--help"])
+    listed = dict(re.findall(r"kube:(\w+)=true\|false \((ALPHA|BETA) - default=(?:true|false)\)", done.stdout))
+    defaults = {name: value == "true" for name, value in
+                re.findall(r"kube:(\w+)=true\|false \((?:ALPHA|BETA) - default=(true|false)\)", done.stdout)}
+    assert len(listed) > 100, done.stdout[:2000]
+    ours = {name: stage for name, (_default, _locked, stage) in KNOWN.items() if stage in ("ALPHA", "BETA")}
+    assert ours == listed
+    assert {name: KNOWN[name][0] for name in ours} == defaults

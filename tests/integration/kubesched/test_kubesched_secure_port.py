@@ -12,13 +12,14 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 from kubesched_lab import KUBESCHED, free_port, wait_for
 from placement_agreement import KUBE_SCHEDULER
 
-from kubesched.client import load_kubeconfig
+from kubesched.client import load_client_certificate, load_kubeconfig
 
 IDLE_CONNECTIONS = 200
 SLOW_HANDSHAKES = 20
@@ -184,8 +185,9 @@ def test_metrics_need_an_rbac_grant_for_a_client_certificate(run_kubesched, lab_
                           15, what="/metrics to be allowed once the RBAC rule exists")
     assert "scheduler_pending_pods" in text
     # The cluster admin's certificate (group system:masters) is always allowed, as upstream.
-    creds = load_kubeconfig(lab_kubeconfig)
-    assert _get(sched.port, "/metrics", cert=(creds.cert_file, creds.key_file))[0] == 200
+    admin = _tls_context()
+    load_client_certificate(admin, load_kubeconfig(lab_kubeconfig))
+    assert _get(sched.port, "/metrics", context=admin)[0] == 200
 
 
 def test_a_service_account_token_is_authenticated_by_token_review(run_kubesched, core_v1, namespace, rbac):
@@ -215,8 +217,10 @@ def test_always_allowed_paths_skip_authorization(run_kubesched):
 # The same answers as the pinned kube-scheduler, with the same flags, against the same lab
 # ---------------------------------------------------------------------------------------------
 
-def _start_both(lab_kubeconfig: str, workdir: Path) -> tuple[dict[str, int], list[subprocess.Popen]]:
-    """kubesched and kube-scheduler with identical flags; {kind: port} once /healthz answers."""
+def _start_both(lab_kubeconfig: str, workdir: Path,
+                flags: dict[str, tuple[str, ...]] | None = None) -> tuple[dict[str, int], list[subprocess.Popen]]:
+    """kubesched and kube-scheduler with identical flags (and each its own flags[kind]); {kind:
+    port} once /healthz answers."""
     ports, procs = {}, []
     for kind, binary in (("kubesched", KUBESCHED), ("kube-scheduler", KUBE_SCHEDULER)):
         config = workdir / f"{kind}.yaml"
@@ -228,7 +232,7 @@ def _start_both(lab_kubeconfig: str, workdir: Path) -> tuple[dict[str, int], lis
         procs.append(subprocess.Popen(
             [str(binary), "--config", str(config), "--secure-port", str(ports[kind]), "--bind-address", "127.0.0.1",
              f"--authentication-kubeconfig={lab_kubeconfig}", f"--authorization-kubeconfig={lab_kubeconfig}",
-             "--authorization-webhook-cache-unauthorized-ttl=1s", "-v=2"],
+             "--authorization-webhook-cache-unauthorized-ttl=1s", "-v=2", *(flags or {}).get(kind, ())],
             stdout=open(workdir / f"{kind}.log", "w"), stderr=subprocess.STDOUT))  # noqa: SIM115
 
     def serving():
@@ -284,6 +288,43 @@ def test_the_same_answers_as_kube_scheduler(lab_kubeconfig, tmp_path, core_v1, n
 
         after = wait_for(all_allowed, 20, what="both schedulers to serve /metrics once the RBAC rules exist")
         print({**before, **after})
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+
+
+def _served(port: int) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, \
+            _tls_context().wrap_socket(raw) as tls:
+        return tls.getpeercert(binary_form=True)
+
+
+def test_a_serving_certificate_rotated_on_disk_is_served_without_a_restart_as_by_kube_scheduler(
+        lab_kubeconfig, tmp_path):
+    """The soak's CA rotation broke this in kubesched: the new pair was served only when the client
+    CA happened to change too. Both schedulers get --tls-cert-file and --tls-private-key-file; the
+    files are replaced (the key first, as a rotation writes them) and each must serve the new
+    certificate, without a restart, well within upstream's one-minute refresh."""
+    from tests.reliability.security import _load_ca, issue
+
+    lab = SimpleNamespace(ca_cert=str(Path(lab_kubeconfig).parent / "ca.crt"),
+                          ca_key=str(Path(lab_kubeconfig).parent / "ca.key"))
+    ca = _load_ca(lab)
+    pairs = {kind: issue(tmp_path, f"{kind}-serving", "serving", ca=ca, server_ip="127.0.0.1")
+             for kind in ("kubesched", "kube-scheduler")}
+    flags = {kind: (f"--tls-cert-file={cert}", f"--tls-private-key-file={key}") for kind, (cert, key) in pairs.items()}
+    ports, procs = _start_both(lab_kubeconfig, tmp_path, flags)
+    try:
+        before = {kind: _served(port) for kind, port in ports.items()}
+        for kind, (cert, key) in pairs.items():
+            new_cert, new_key = issue(tmp_path, f"{kind}-rotated", "serving", ca=ca, server_ip="127.0.0.1")
+            Path(new_key).replace(key)
+            Path(new_cert).replace(cert)
+        expected = {kind: ssl.PEM_cert_to_DER_cert(Path(pairs[kind][0]).read_text()) for kind in ports}
+        assert all(expected[kind] != before[kind] for kind in ports)
+        wait_for(lambda: all(_served(port) == expected[kind] for kind, port in ports.items()), 20,
+                 what="both schedulers to serve their rotated certificate")
     finally:
         for proc in procs:
             proc.terminate()

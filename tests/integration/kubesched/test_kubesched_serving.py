@@ -1,4 +1,4 @@
-"""HTTPS endpoints (/healthz, /livez, /readyz, /metrics with client-CA) and `kubesched explain`."""
+"""HTTPS endpoints (/healthz, /livez, /readyz, /metrics with client-CA); explain has test_kubesched_explain.py."""
 
 import ssl
 import urllib.error
@@ -7,10 +7,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-import yaml
 from kubesched_lab import node_of, pod_manifest, wait_for, write_unreachable_kubeconfig
 
-from kubesched.client import load_kubeconfig
+from kubesched.client import load_client_certificate, load_kubeconfig
 
 
 def test_health_and_metrics_endpoints(run_kubesched, nodes, core_v1, namespace):
@@ -48,34 +47,9 @@ def test_metrics_need_a_client_certificate_signed_by_the_client_ca(run_kubesched
     assert refused.value.code == 403
     with urllib.request.urlopen(f"https://127.0.0.1:{sched.port}/healthz", context=context, timeout=5) as resp:
         assert resp.status == 200
-    context.load_cert_chain(creds.cert_file, creds.key_file)
+    load_client_certificate(context, creds)
     with urllib.request.urlopen(f"https://127.0.0.1:{sched.port}/metrics", context=context, timeout=5) as resp:
         assert resp.status == 200 and b"scheduler_pending_pods" in resp.read()
-
-
-def test_explain_shows_every_node_and_the_scores(kubesched_cli, nodes, core_v1, namespace, tmp_path, lab_kubeconfig):
-    tainted = nodes(1, prefix="ex-tainted-", taints=[{"key": "dedicated", "value": "db", "effect": "NoSchedule"}])[0]
-    small, big = nodes(1, prefix="ex-small-", cpu="1") + nodes(1, prefix="ex-big-", cpu="8")
-    name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
-    core_v1.create_namespaced_pod(namespace, pod_manifest("pending", schedulerName=name, containers=[
-        {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "2"}}}]),
-        _preload_content=False)
-    config = tmp_path / "c.yaml"
-    config.write_text(yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1",
-                                      "kind": "KubeSchedulerConfiguration",
-                                      "clientConnection": {"kubeconfig": lab_kubeconfig},
-                                      "profiles": [{"schedulerName": name}]}))
-    code, out, err = kubesched_cli("explain", f"{namespace}/pending", "--config", str(config))
-    assert code == 0, err
-    nodes_table, scores_table = out.split("Scores of feasible nodes")
-    rows = {line.split()[0]: line for line in nodes_table.splitlines() if line.startswith("ex-")}
-    assert "TaintToleration" in rows[tainted] and "untolerated taint(s)" in rows[tainted]
-    assert "NodeResourcesFit" in rows[small] and "Insufficient cpu" in rows[small]
-    assert "feasible" in rows[big]
-    assert big in scores_table and "NodeResourcesFit" in scores_table
-    assert small not in scores_table and tainted not in scores_table
-    code, _unused, err = kubesched_cli("explain", f"{namespace}/missing", "--config", str(config))
-    assert code != 0 and f"pod {namespace}/missing not found" in err
 
 
 def test_readyz_is_false_until_caches_sync(run_kubesched, tmp_path):

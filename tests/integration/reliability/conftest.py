@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from lab.cluster import Cluster
 from lab.private_lab import PrivateLab
-from tests.reliability.cluster import Cluster
 from tests.reliability.instances import stop_all
 
 

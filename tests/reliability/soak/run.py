@@ -1,0 +1,436 @@
+"""One soak run of one scheduler: its own lab, the plan's arrivals and faults, the checks.
+
+    lab up (private, free ports) -> nodes and workload objects -> certificates, extender,
+    relay -> three instances -> watches and sampling -> arrivals and faults for the planned
+    minutes -> arrivals stop, the last faults end -> settle -> the final checks -> down
+
+The final checks, on a quiet cluster:
+- settle: every pod that can fit is bound. The run waits until no pod but the never-fitting
+  ones is pending, for up to SETTLE_MAX_S (past upstream's podMaxInUnschedulablePodsDuration
+  of 5 minutes, after which every scheduler retries a pod that waits for no event); when some
+  are left, until kwok has caught up (a Job pod it has not finished keeps its room) and then
+  AFTER_KWOK_S more;
+- the cache: each running instance dumps its cache and queue (SIGUSR2) and the dump is set
+  beside one list of the API's nodes and pods (cache_check.py), retried while the API changes;
+- lost pods: what is still pending is offered to a fresh instance of the same scheduler (its
+  cache new from one list, leader election off). A pod it binds within FRESH_WAIT_S was
+  schedulable, and the long-running instances had lost it; what it cannot bind could not fit;
+- stale nominations: a pending pod that still names a nominated node;
+- memory: processes.judge over every process's samples;
+- leader gaps: each hand-over's gap against what client-go allows, plus the overlap of any
+  outage of the API server or etcd.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import statistics
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from lab.cluster import Cluster
+from lab.list_watch import ListWatch
+from lab.private_lab import PrivateLab
+from tests.bench.load import LoadMonitor, LoadReport, load_average, pid_file_processes
+from tests.reliability.instances import wait_until
+from tests.reliability.proxy import ResettingProxy
+from tests.reliability.security import grant_metrics_to_scraper
+from tests.reliability.soak import cache_check, processes
+from tests.reliability.soak.certificates import Certificates
+from tests.reliability.soak.faults import Extender, FaultDriver
+from tests.reliability.soak.ledger import Ledger, parse_time
+from tests.reliability.soak.plan import Plan
+from tests.reliability.soak.schedulers import LEASE_DURATION_S, RETRY_PERIOD_S, SchedulerSet
+from tests.reliability.soak.workload import NAMESPACE, Workload
+
+SCHEDULER_NAME = "soak-scheduler"
+LEASE_NAME = "soak-scheduler"
+SAMPLE_EVERY_S = 5.0
+SETTLE_MAX_S = 330.0
+KWOK_CATCH_UP_S = 180.0
+AFTER_KWOK_S = 60.0
+FRESH_WAIT_S = 45.0
+# client-go's worst case for a takeover after a holder vanished (tests/reliability/failover.py
+# Durations.kill_bound): leaseDuration and two jittered retry periods; plus slack for 2 busy CPUs.
+GAP_ALLOWED_S = LEASE_DURATION_S + 2 * 1.2 * RETRY_PERIOD_S
+GAP_SLACK_S = 3.0
+MEMORY_GROWTH_LIMIT = 0.10
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} soak: {message}", flush=True)
+
+
+class Run:
+    def __init__(self, implementation: str, plan: Plan, workdir: Path, *, memory_warmup_s: float = 300.0,
+                 min_memory_window_s: float | None = None):
+        self.implementation = implementation
+        self.plan = plan
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.memory_warmup_s = memory_warmup_s
+        # A process's stretch is judged when it lasts a fifth of the planned run after its warm-up
+        # (six minutes of a 30-minute run), and at least a minute.
+        self.min_memory_window_s = min_memory_window_s or max(60.0, plan.settings.seconds / 5)
+        self.lab = PrivateLab.on_free_ports(str(self.workdir / "lab"), LAB_KCM_API_QPS="100")
+        # The run's own processes are this process's tree (its schedulers, extender, proxy) and its
+        # lab's (lab.sh's pid files); CPU anything else burns makes the figures a busy machine's.
+        self.load = LoadMonitor(pid_file_processes(self.lab.directory))
+        self.start_load: LoadReport | None = None
+        self.samples: list[dict] = []
+        self.result: dict = {"scheduler": implementation, "plan_digest": plan.digest,
+                             "settings": asdict(plan.settings)}
+        self._stop = threading.Event()
+        self.parts: list = []  # what to close, last first
+
+    # -- the run --------------------------------------------------------------------------
+
+    def execute(self) -> dict:
+        began = time.monotonic()
+        try:
+            self._setup()
+            self._drive()
+            self._final_checks()
+        finally:
+            self._teardown()
+        self.result["seconds"] = round(time.monotonic() - began, 1)
+        return self.result
+
+    def _setup(self) -> None:
+        self.start_load = self.load.check()
+        self.result["load"] = {"start": self.start_load.as_record()}
+        for attempt in range(3):
+            log(f"{self.implementation}: private lab in {self.lab.directory} on 127.0.0.1:{self.lab.api_port}")
+            try:
+                self.lab.up()
+                break
+            except RuntimeError as err:
+                # A port free when chosen can be taken by another program before etcd binds it.
+                if attempt == 2:
+                    raise
+                log(f"{self.implementation}: the lab did not start ({str(err)[-200:]}); again on other ports")
+                self.lab.down()
+                self.lab = PrivateLab.on_free_ports(self.lab.directory, **self.lab.extra_env)
+        self.cluster = Cluster(self.lab.kubeconfig)
+        self.workload = Workload(self.cluster, self.plan, SCHEDULER_NAME, self.lab.kubeconfig)
+        self.workload.setup(progress=lambda m: log(f"{self.implementation}: {m}"))
+        grant_metrics_to_scraper(self.cluster)
+        self.certificates = Certificates(self.lab, self.workdir / "pki")
+        self.extender = Extender(self.workdir)
+        self.parts.append(self.extender)
+        host, port = self.cluster.server.removeprefix("https://").rsplit(":", 1)
+        self.proxy = ResettingProxy(host, int(port))
+        self.parts.append(self.proxy)
+        self.origin = time.monotonic()  # replaced when the arrivals start; the schedulers' clock until then
+        self.schedulers = SchedulerSet(
+            self.implementation, self.workdir / "schedulers", kubeconfig=self.proxy.kubeconfig(self.lab.kubeconfig,
+                                                                                               self.workdir),
+            auth_kubeconfig=self.lab.kubeconfig, scheduler_name=SCHEDULER_NAME, lease_name=LEASE_NAME,
+            serving=self.certificates.serving, client_ca_file=self.certificates.client_ca_file,
+            extenders=[self.extender.config()], clock_origin=self.origin)
+        self.parts.append(self.schedulers)
+        self.schedulers.start()
+        self.ledger = Ledger(SCHEDULER_NAME, LEASE_NAME, clock=lambda: time.monotonic() - self.origin)
+        watches = [("/api/v1/pods", self.ledger.pod_list, self.ledger.pod_event),
+                   ("/api/v1/nodes", self.ledger.node_list, self.ledger.node_event),
+                   ("/apis/resource.k8s.io/v1/resourceclaims", self.ledger.claim_list, self.ledger.claim_event),
+                   ("/api/v1/persistentvolumeclaims", self.ledger.pvc_list, self.ledger.pvc_event),
+                   ("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", self.ledger.lease_list,
+                    self.ledger.lease_event)]
+        self.watches = [ListWatch(self.cluster, path, on_list, on_event).start() for path, on_list, on_event in watches]
+        log(f"{self.implementation}: three instances ready, watches listed")
+
+    def _drive(self) -> None:
+        settings = self.plan.settings
+        self.origin = time.monotonic()
+        self.schedulers.origin = self.origin
+        self.load.start_run()
+        self.faults = FaultDriver(self.plan, lab=self.lab, cluster=self.cluster, schedulers=self.schedulers,
+                                  extender=self.extender, proxy=self.proxy, certificates=self.certificates,
+                                  origin=self.origin)
+        sampler = threading.Thread(target=self._sample, name="sampler", daemon=True)
+        sampler.start()
+        self.workload.start(self.origin)
+        self.faults.start()
+        log(f"{self.implementation}: {settings.minutes:g} minutes of {settings.rate:g} pods/s and "
+            f"{len(self.plan.faults)} faults (plan {self.plan.digest})")
+        while time.monotonic() - self.origin < settings.seconds:
+            time.sleep(min(60.0, settings.seconds - (time.monotonic() - self.origin)))
+            if time.monotonic() - self.origin < settings.seconds:
+                log(f"{self.implementation}: minute {(time.monotonic() - self.origin) / 60:.0f}: "
+                    f"{self.ledger.binds} bound, {len(self.ledger.pending(('never',)))} pending, "
+                    f"{len(self.faults.records)} faults done, violations {self.ledger.violation_counts()}")
+        self.workload.close()
+        if not self.faults.wait(300):
+            log(f"{self.implementation}: some faults still running 5 minutes after the end")
+        self.result["arrivals_planned"] = self.plan.arrivals_by_class()
+        self.result["arrivals_made"] = dict(self.workload.created)
+        self.result["arrival_failures"] = self.workload.failed[:50]
+        self.result["arrival_failure_count"] = len(self.workload.failed)
+        self.result["arrival_lag_s"] = round(self.workload.lag_s, 2)
+        self.result["volumes_recycled"] = self.workload.recycled_volumes
+
+    def _sample(self) -> None:
+        while not self._stop.wait(SAMPLE_EVERY_S):
+            try:
+                self._sample_once()
+            except Exception as err:  # noqa: BLE001 - a sample missed is no reason to stop sampling
+                log(f"{self.implementation}: a sample failed: {err!r}")
+
+    def _sample_once(self) -> None:
+        t = round(time.monotonic() - self.origin, 1)
+        entry = {"t": t, "pending": len(self.ledger.pending(("never",))), "binds": self.ledger.binds,
+                 "instances": {}}
+        for slot in self.schedulers.slots:
+            process = slot.process  # a fault may replace it meanwhile: read it once
+            if process is None or not process.alive():
+                continue
+            figures = processes.read_instance(process.pid)
+            if figures is not None:
+                entry["instances"][str(slot.index)] = {"pid": process.pid, **figures, "leader": process.is_leader()}
+        self.load.sample_run()
+        entry["load1"] = round(load_average(), 2)
+        self.samples.append(entry)
+
+    # -- the end --------------------------------------------------------------------------
+
+    def _final_checks(self) -> None:
+        out = self.result
+        out["faults"] = sorted(self.faults.records, key=lambda r: r["began"])
+        out["outages"] = self.faults.outages
+        settle_began = time.monotonic()
+        wait_until(lambda: not self.ledger.pending(("never",)), SETTLE_MAX_S, 1.0)
+        if self.ledger.pending(("never",)):
+            # Room kwok has yet to give back (a Job pod it has not finished, a deleted pod it has
+            # not removed) is no scheduler's doing: once kwok has caught up, the instances get
+            # another chance before anything counts as lost.
+            caught_up = wait_until(lambda: self._kwok_backlog() == 0, KWOK_CATCH_UP_S, 2.0)
+            out["kwok_backlog_after_settle"] = 0 if caught_up else self._kwok_backlog()
+            wait_until(lambda: not self.ledger.pending(("never",)), AFTER_KWOK_S, 1.0)
+        out["settle_s"] = round(time.monotonic() - settle_began, 1)
+        leftover = self.ledger.pending(("never",))
+        log(f"{self.implementation}: settled in {out['settle_s']} s, {len(leftover)} pods pending")
+        out["cache"] = self._check_caches()
+        self._stop.set()
+        out["series"] = self.samples
+        self.load.sample_run()
+        during = self.load.run_report()
+        out["load"]["during"] = during.as_record() if during else None
+        out["busy"] = bool(self.start_load and self.start_load.busy) or bool(during and during.busy)
+        out["memory"] = self._judge_memory()
+        out["handovers"] = self._judge_handovers()
+        out["violations"] = self.ledger.violations[:200]
+        out["violation_counts"] = self.ledger.violation_counts()
+        self.ledger.close_deferred()
+        out["races"] = dict(self.ledger.races)
+        out["binds"] = self.ledger.binds
+        out["bind_latency_s"] = {cls: _percentiles(values) for cls, values in self.ledger.bind_latencies.items()}
+        pods, _rv = self.cluster.list_all(f"/api/v1/namespaces/{NAMESPACE}/pods")
+        out["stale_nominations"] = [p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")
+                                    and (p.get("status") or {}).get("nominatedNodeName")]
+        out["instances"] = [asdict(r) for r in self.schedulers.history]
+        out["unplanned_exits"] = self.schedulers.unplanned_exits
+        out["log_counts"] = self._log_counts()
+        out["pending_after_settle"] = [p.key for p in leftover][:100]
+        out["lost"] = self._offer_to_fresh_instance([p.uid for p in leftover]) if leftover else {
+            "offered": 0, "bound_by_fresh_instance": [], "still_pending": []}
+
+    def _kwok_backlog(self) -> int:
+        """Pods kwok has yet to play: bound and not started, Job pods running past a few seconds
+        (kwok finishes them at once), deleted pods past their grace period."""
+        pods, _rv = self.cluster.list_all(f"/api/v1/namespaces/{NAMESPACE}/pods")
+        now = time.time()
+        backlog = 0
+        for pod in pods:
+            meta, status = pod["metadata"], pod.get("status") or {}
+            started = parse_time(status.get("startTime"))
+            if pod["spec"].get("nodeName") and status.get("phase") == "Pending":
+                backlog += 1
+            elif meta.get("deletionTimestamp") and (parse_time(meta["deletionTimestamp"]) or now) < now - 5:
+                backlog += 1
+            elif status.get("phase") == "Running" and started is not None and started < now - 10 and \
+                    any(o.get("kind") == "Job" for o in meta.get("ownerReferences") or ()):
+                backlog += 1
+        return backlog
+
+    def _check_caches(self, attempts: int = 3) -> dict:
+        """Each running instance's dump against the API, on a cluster that did not change meanwhile."""
+        outcome: dict = {}
+        for attempt in range(attempts):
+            nodes, _nodes_rv = self.cluster.list_all("/api/v1/nodes")
+            before, _rv = self.cluster.list_all("/api/v1/pods")
+            sent = self.schedulers.signal_all(signal.SIGUSR2)
+            dumps = {}
+            for slot, (pid, log_path, offset) in sent.items():
+                def read(log_path=log_path, offset=offset):
+                    with open(log_path, encoding="utf-8", errors="replace") as fh:
+                        fh.seek(offset)
+                        return cache_check.parse_dump(fh.read())
+                dumps[slot] = (pid, wait_until(read, 60, 0.5))
+            after, _rv = self.cluster.list_all("/api/v1/pods")
+            if _pod_states(before) != _pod_states(after) and attempt < attempts - 1:
+                time.sleep(5)
+                continue
+            for slot, (pid, dump) in dumps.items():
+                if dump is None:
+                    outcome[str(slot)] = {"pid": pid, "dumped": False}
+                    continue
+                diff = cache_check.compare(dump, nodes, after, SCHEDULER_NAME)
+                outcome[str(slot)] = {"pid": pid, "dumped": True, "differences": cache_check.differences(diff),
+                                      "cached_nodes": len(dump.nodes),
+                                      "cached_pods": sum(len(u) for u in dump.nodes.values()),
+                                      "queued_pods": len(dump.queue), "queue_summary": dump.queue_summary,
+                                      "detail": {k: v[:20] for k, v in diff.items()}}
+            outcome["api_changed_during_dump"] = _pod_states(before) != _pod_states(after)
+            outcome["attempts"] = attempt + 1
+            return outcome
+        return outcome
+
+    def _offer_to_fresh_instance(self, uids: list[str]) -> dict:
+        """Stop the soak's instances and let a fresh one try the pods still pending."""
+        self.schedulers.close()
+        fresh = SchedulerSet(self.implementation, self.workdir / "fresh", kubeconfig=self.lab.kubeconfig,
+                             auth_kubeconfig=self.lab.kubeconfig, scheduler_name=SCHEDULER_NAME,
+                             lease_name=LEASE_NAME + "-fresh", serving=self.certificates.serving,
+                             client_ca_file=self.certificates.client_ca_file,
+                             extenders=[self.extender.config()], clock_origin=self.origin)
+        fresh.config["leaderElection"] = {"leaderElect": False}
+        fresh.slots = fresh.slots[:1]
+        self.parts.append(fresh)
+        fresh.start()
+        wanted = set(uids)
+        wait_until(lambda: not wanted & {p.uid for p in self.ledger.pending(("never",))}, FRESH_WAIT_S, 1.0)
+        still = wanted & {p.uid for p in self.ledger.pending(("never",))}
+        fresh.close()
+        keys = {p.uid: p.key for p in self.ledger.pods.values()}
+        return {"offered": len(wanted), "bound_by_fresh_instance": sorted(keys.get(u, u) for u in wanted - still),
+                "still_pending": sorted(keys.get(u, u) for u in still)}
+
+    def _judge_memory(self) -> list[dict]:
+        per_pid: dict[int, list[dict]] = {}
+        # Up to the planned end: the catch-up after the last fault is another regime.
+        for sample in (s for s in self.samples if s["t"] <= self.plan.settings.seconds):
+            for slot, figures in sample["instances"].items():
+                per_pid.setdefault(figures["pid"], []).append({"t": sample["t"], "slot": int(slot), **figures})
+        verdicts = []
+        for pid, samples in per_pid.items():
+            for verdict in processes.judge(samples, warmup_s=min(self.memory_warmup_s, 60.0),
+                                           min_window_s=self.min_memory_window_s,
+                                           run_warmup_until=self.memory_warmup_s):
+                verdicts.append({"pid": pid, "slot": samples[0]["slot"], "role": verdict.role,
+                                 "window_s": verdict.window_s, "start": verdict.start, "end": verdict.end,
+                                 "growth": verdict.growth, "flat": verdict.flat})
+        return verdicts
+
+    def _judge_handovers(self) -> list[dict]:
+        """Each hand-over's gap, and whether it stayed within what the Lease allows (plus the part
+        of an API server or etcd outage it overlapped, when no one could renew or acquire)."""
+        origin_wall = time.time() - (time.monotonic() - self.origin)
+        judged = []
+        for handover in self.ledger.handovers():
+            start, end = handover["last_renew"] - origin_wall, handover["acquired"] - origin_wall
+            overlap = sum(max(0.0, min(end, b) - max(start, a)) for a, b in self.faults.outages)
+            allowed = GAP_ALLOWED_S + GAP_SLACK_S + overlap
+            judged.append({**handover, "at": round(end, 1), "outage_overlap_s": round(overlap, 2),
+                           "allowed_s": round(allowed, 2), "within": handover["gap_s"] <= allowed})
+        return judged
+
+    def _log_counts(self) -> dict:
+        texts = []
+        for record in self.schedulers.history:
+            try:
+                texts.append(Path(record.log).read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+        text = "\n".join(texts)
+        return {"relists_after_410": text.count('"Watch expired, relisting"') + text.count("too old resource version"),
+                "bind_refused": text.count('"Failed to bind pod"') + text.count("Failed to bind pod"),
+                "scheduling_errors_retried": text.count('"Error scheduling pod; retrying"')
+                + text.count("Error scheduling pod; retrying"),
+                "lost_leadership": text.count("Leaderelection lost") + text.count("leaderelection lost"),
+                "tracebacks": text.count("Traceback (most recent call last)") + text.count("panic:")}
+
+    def _teardown(self) -> None:
+        self._stop.set()
+        for watch in getattr(self, "watches", []):
+            watch.close()
+        if hasattr(self, "workload"):
+            self.workload.close()
+        if hasattr(self, "faults"):
+            self.faults.close()
+        for part in reversed(self.parts):
+            try:
+                part.close()
+            except Exception as err:  # noqa: BLE001 - the rest must still be stopped
+                log(f"could not stop {type(part).__name__}: {err}")
+        try:
+            self.lab.down()
+        except Exception as err:  # noqa: BLE001
+            log(f"could not stop the private lab: {err}")
+
+
+def _pod_states(pods: list[dict]) -> set[tuple]:
+    """What a cache holds of the pods: where each one that has not finished is (finished pods
+    leave the cache, so the Jobs' TTL deleting them meanwhile changes nothing it must agree on)."""
+    return {(p["metadata"]["uid"], p["spec"].get("nodeName") or "", bool(p["metadata"].get("deletionTimestamp")))
+            for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")}
+
+
+def _percentiles(values: list[float]) -> dict:
+    if not values:
+        return {}
+    ordered = sorted(values)
+    return {"count": len(ordered), "p50": round(statistics.median(ordered), 3),
+            "p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3), "max": round(ordered[-1], 3)}
+
+
+def verdicts(result: dict) -> list[tuple[str, bool, str]]:
+    """The run's invariants as (name, held, detail)."""
+    counts = result.get("violation_counts") or {}
+    lost = result.get("lost") or {}
+    memory = result.get("memory") or []
+    caches = {k: v for k, v in (result.get("cache") or {}).items() if isinstance(v, dict)}
+    gaps = result.get("handovers") or []
+    return [
+        ("every pod that can fit is bound (a fresh instance binds none of those left pending)",
+         not lost.get("bound_by_fresh_instance"),
+         f"pending after {result.get('settle_s')} s of settling: {lost.get('offered', 0)}; bound by a fresh "
+         f"instance: {len(lost.get('bound_by_fresh_instance') or [])}; could not fit: "
+         f"{len(lost.get('still_pending') or [])}"),
+        ("no pending pod left with a stale nomination", not result.get("stale_nominations"),
+         f"{len(result.get('stale_nominations') or [])} pods"),
+        ("no pod bound twice", not counts.get("double_bind"), f"{counts.get('double_bind', 0)} nodeName changes"),
+        ("no pod placed where it did not fit at bind time",
+         not any(counts.get(k) for k in ("overcommitted", "node_selector", "untolerated_taint", "anti_affinity")),
+         ", ".join(f"{k} {counts.get(k, 0)}" for k in ("overcommitted", "node_selector", "untolerated_taint",
+                                                       "anti_affinity"))),
+        ("no device allocated to two claims", not counts.get("device_in_two_claims"),
+         f"{counts.get('device_in_two_claims', 0)}"),
+        ("no volume bound to two claims", not counts.get("volume_in_two_claims"),
+         f"{counts.get('volume_in_two_claims', 0)}"),
+        ("no leader gap longer than the Lease allows", bool(gaps) and all(g["within"] for g in gaps),
+         f"{len(gaps)} hand-overs, longest {max((g['gap_s'] for g in gaps), default=None)} s, over the allowance: "
+         f"{[g['gap_s'] for g in gaps if not g['within']]}"),
+        ("RSS, threads and open files of each instance flat after the warm-up (growth <= 10%)",
+         bool(memory) and all(m["flat"] for m in memory),
+         f"{len(memory)} process stretches judged; largest growth "
+         f"{max((max(m['growth'].values()) for m in memory), default=None)}"),
+        ("each instance's cache equals the API's view after the last relist",
+         bool(caches) and all(c.get("dumped") and c.get("differences") == 0 for c in caches.values()),
+         "; ".join(f"instance {k}: {c.get('differences', 'no dump')} differences" for k, c in caches.items())),
+        ("each running instance took the rotated serving certificate and client CA while it ran",
+         all(v is not None for f in result.get("faults") or [] if f["kind"] == "ca_rotation" and f.get("ok")
+             for part in ("serving", "client_ca") for v in (f.get(part) or {}).get("instances", {}).values()),
+         "; ".join(f"{part} seconds per instance: {(f.get(part) or {}).get('instances')}"
+                   for f in result.get("faults") or [] if f["kind"] == "ca_rotation" for part in ("serving", "client_ca"))),
+        ("every fault was carried out", all(f.get("ok") and not f.get("skipped") for f in result.get("faults") or []),
+         "; ".join(f"{f['kind']}: {f.get('error') or f.get('skipped')}" for f in result.get("faults") or []
+                   if not f.get("ok") or f.get("skipped")) or "all"),
+    ]
+
+
+def save(result: dict, path: Path) -> None:
+    path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
