@@ -3,9 +3,13 @@
 # first and goes down at the end, also when a step fails. Prints a summary of the stages.
 #
 # Molecule needs neither the shared lab nor the stages before it (its lanes start private labs
-# of their own), and most of its time is spent waiting on containers and systemd: it starts
-# first, in the background, its output kept in a log, and is waited for in its place in the
-# order; its log is printed then. A stage that fails stops it, unless KEEP_GOING=1.
+# of their own): it starts first, in the background, its output kept in a log, and is waited for
+# in its place in the order; its log is printed then. A stage that fails stops it, unless
+# KEEP_GOING=1. Its Ansible controllers run at idle priority (the session's autogroup at nice 19):
+# integration's failover and soak checks hold schedulers to the Lease's timings, and on two cores
+# three lanes of ansible-playbook at normal priority starve them (a soak smoke beside them once
+# took 180 s to restart an API server). Molecule gets the CPU they leave; the lanes' labs and
+# containers, started in sessions of their own, keep normal priority.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -26,7 +30,9 @@ trap 'stop_molecule; [ "$started_lab" = 1 ] && [ "${KEEP_LAB:-0}" != 1 ] && bash
 if [[ " $STAGES " == *" molecule "* ]]; then
   mkdir -p "$(dirname "$MOLECULE_OUT")"
   molecule_start=$SECONDS
-  setsid make --no-print-directory molecule >"$MOLECULE_OUT" 2>&1 &
+  # shellcheck disable=SC2016 # $$ is the new session's shell
+  setsid bash -c 'echo 19 >"/proc/$$/autogroup" 2>/dev/null; exec make --no-print-directory molecule' \
+    >"$MOLECULE_OUT" 2>&1 &
   molecule_pid=$!
   echo "==== make molecule started in the background (its output: $MOLECULE_OUT)"
 fi
