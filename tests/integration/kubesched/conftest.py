@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,23 +103,26 @@ def either_scheduler(request, run_kubesched, lab_kubeconfig, tmp_path):
 
 @pytest.fixture
 def run_scheduler(run_kubesched, lab_kubeconfig, tmp_path):
-    """Factory: run_scheduler(kind, name=None, **profile) -> the schedulerName served by kubesched
-    or the pinned kube-scheduler, with one profile {"schedulerName": name, **profile} (a fresh
-    name by default). kube-scheduler is not waited for: a test waits for what it places."""
+    """Factory: run_scheduler(kind, name=None, *, flags=(), more_profiles=(), **profile) -> the
+    schedulerName served by kubesched or the pinned kube-scheduler, with the profile
+    {"schedulerName": name, **profile} (a fresh name by default) and more_profiles after it, run
+    with the extra command-line flags. kube-scheduler is not waited for: a test waits for what it
+    places."""
     upstream: list[subprocess.Popen] = []
 
-    def start(kind: str, name: str | None = None, **profile) -> str:
+    def start(kind: str, name: str | None = None, *, flags: Sequence[str] = (), more_profiles: Sequence[dict] = (),
+              **profile) -> str:
         name = name or f"agree-{uuid.uuid4().hex[:6]}"
-        config = {"profiles": [{"schedulerName": name, **profile}]}
+        config = {"profiles": [{"schedulerName": name, **profile}, *more_profiles]}
         if kind == "kubesched":
-            run_kubesched(config)
+            run_kubesched(config, *flags)
             return name
         if not KUBE_SCHEDULER.exists():
             pytest.fail(f"{KUBE_SCHEDULER} is missing: run 'make setup' (lab/k8s-binaries.sh builds it).", pytrace=False)
         path = write_config(config, tmp_path, lab_kubeconfig)
         log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
-        upstream.append(subprocess.Popen([str(KUBE_SCHEDULER), "--config", str(path), "--secure-port", "0", "-v=2"],
-                                         stdout=log, stderr=subprocess.STDOUT))
+        upstream.append(subprocess.Popen([str(KUBE_SCHEDULER), "--config", str(path), "--secure-port", "0", "-v=2",
+                                          *flags], stdout=log, stderr=subprocess.STDOUT))
         return name
 
     yield start

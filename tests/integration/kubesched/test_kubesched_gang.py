@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 import uuid
 
 import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
-from kubesched_lab import pod_manifest, wait_for, write_config
+from kubesched_lab import pod_manifest, wait_for
 
-from lab.binaries import binary
 from lab.fake_nodes import DEFAULT_KUBECONFIG
 from lab.private_lab import PrivateLab
 
@@ -80,7 +78,7 @@ def core_v1(api_client):
 
 
 @pytest.fixture
-def gang_scheduler(run_kubesched, lab_kubeconfig, tmp_path, api_client):
+def gang_scheduler(run_scheduler, api_client):
     """Factory: gang_scheduler(kind, second_profile="", gate=True) -> the schedulerName of a fresh
     scheduler of that kind, with the GenericWorkload gate on unless gate=False (one profile, or
     two). Fails at once when the lab does not serve PodGroups."""
@@ -89,28 +87,12 @@ def gang_scheduler(run_kubesched, lab_kubeconfig, tmp_path, api_client):
     except ApiException as err:
         pytest.fail(f"the lab does not serve {GROUP}/{VERSION} {PLURAL} ({err.status}): lab.sh did not apply "
                     f"{LAB_GATES}", pytrace=False)
-    upstream: list[subprocess.Popen] = []
 
     def start(kind: str, second_profile: str = "", gate: bool = True) -> str:
-        name = f"gang-{kind[-5:]}-{uuid.uuid4().hex[:6]}"
-        config = {"profiles": [{"schedulerName": name}] + ([{"schedulerName": second_profile}] if second_profile else [])}
-        flags = [GATE] if gate else []
-        if kind == "kubesched":
-            run_kubesched(config, *flags)
-            return name
-        path = write_config(config, tmp_path, lab_kubeconfig)
-        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
-        upstream.append(subprocess.Popen([binary("kube-scheduler"), "--config", str(path), "--secure-port", "0",
-                                          "-v=2", *flags], stdout=log, stderr=subprocess.STDOUT))
-        return name
+        return run_scheduler(kind, f"gang-{kind[-5:]}-{uuid.uuid4().hex[:6]}", flags=[GATE] if gate else [],
+                             more_profiles=[{"schedulerName": second_profile}] if second_profile else [])
 
-    yield start
-    for proc in upstream:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    return start
 
 
 class Gang:
