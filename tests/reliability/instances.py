@@ -171,6 +171,10 @@ class KubeschedInstance:
         return [rest for when, rest in klog_lines(self.log())
                 if when > wall_time and rest.startswith('"Successfully bound pod to node"')]
 
+    def first_bind(self) -> float | None:
+        """Wall time (time.time()) of the first pod this instance logged as bound, if any."""
+        return next((when for when, rest in klog_lines(self.log()) if rest.startswith('"Successfully bound pod to node"')), None)
+
     def send(self, sig: int) -> None:
         if self.alive():
             os.kill(self.proc.pid, sig)
