@@ -128,6 +128,7 @@ def run_gate(tmp_path, cases: list[dict], *flags: str):
 
 
 SKIPPED_WHATIF = re.compile(r"The what-if of the new configuration against the installed one is known\] \**\nskipping")
+RAN_WHATIF = re.compile(r"The what-if of the new configuration against the installed one is known\] \**\n(ok|changed|fatal)")
 
 
 def test_the_role_gate_previews_a_changed_config_and_refuses_one_past_its_bounds(
@@ -164,10 +165,58 @@ def test_the_role_gate_previews_a_changed_config_and_refuses_one_past_its_bounds
     within, invalid, missing = re.split(r"TASK \[The role's what-if gate, case \d\]", done.stdout)[1:]
     assert "Verdict: within the bounds" in within and not SKIPPED_WHATIF.search(within)
     assert SKIPPED_WHATIF.search(invalid) and "Verdict" not in invalid
-    assert "No what-if: /nonexistent/kubesched is not installed yet" in missing and SKIPPED_WHATIF.search(missing)
+    assert "No what-if: /nonexistent/kubesched is not installed yet" in missing and not RAN_WHATIF.search(missing)
     # Its scratch directory changes nothing on the master: a run whose what-if is skipped reports no
     # change (site.yml stays idempotent), one that previews reports only the summary it shows.
     assert invalid.count("changed: [localhost]") == 0 and missing.count("changed: [localhost]") == 0, done.stdout
     assert within.count("changed: [localhost]") == 1 and "placement-summary.txt" in within, within
     assert open(installed).read() == before and sorted(p.name for p in etc.iterdir()) == ["config.yaml", "kubeconfig"]
     assert not list(Path("/tmp").glob("kubesched-whatif.*"))  # the private directories are gone
+
+
+def test_the_role_gate_runs_on_the_controller_for_kube_scheduler_masters(
+        core_v1, nodes, namespace, lab_kubeconfig, tmp_path):
+    """kube-scheduler masters have no kubesched and the controller no scheduler key: the gate
+    installs a kubesched of the controller's own from the wheelhouse and reads the cluster with
+    scheduler_api_kubeconfig. Here the master's release and kubeconfig do not exist, so a preview
+    can only come from the controller's."""
+    import os
+
+    nodes(2)
+    profile = f"whatif-{uuid.uuid4().hex[:6]}"
+    core_v1.create_namespaced_pod(namespace, pod("web", profile, "100m"), _preload_content=False)
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    installed = write(etc / "config.yaml", [{"schedulerName": profile}], str(etc / "kubeconfig"))
+    before = open(installed).read()
+    wheelhouse = Path(os.environ.get("KUBESCHED_CACHE") or Path.home() / ".cache" / "kubesched") / "wheelhouse"
+    controller = {"scheduler_implementation": "kube-scheduler", "scheduler_release_bin": "/nonexistent/kube-scheduler",
+                  "scheduler_api_kubeconfig": lab_kubeconfig, "scheduler_kubesched_wheelhouse": str(wheelhouse)}
+    added = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]}}
+    stranding = {**controller, "scheduler_profiles": [{"schedulerName": profile, "pluginConfig": [
+        {"name": "NodeAffinity", "args": {"addedAffinity": added}}]}]}
+
+    done = run_gate(tmp_path, [stranding], "--check", "--diff")
+    assert done.returncode != 0
+    assert (f"The new scheduler configuration is refused before any master changes: 1 pod(s) the current "
+            f"configuration places become unschedulable under the new one (at most 0 allowed): {namespace}/web "
+            "(NodeAffinity (filter))") in done.stdout, done.stdout[-3000:]
+    assert f"+  {namespace}/web: " in done.stdout  # the diff
+    venvs = list(wheelhouse.glob(".whatif-python*/bin/kubesched"))
+    assert len(venvs) == 1, venvs  # one venv, of the wheels the wheelhouse holds now
+
+    done = run_gate(tmp_path, [
+        {**stranding, "scheduler_whatif_max_newly_unschedulable": 1},
+        # a plugin kubesched lacks (a custom kube-scheduler's): no preview, and the run says so;
+        # kube-scheduler's validation in the rolling play decides
+        {**controller, "scheduler_profiles": [{"schedulerName": profile, "plugins": {
+            "score": {"enabled": [{"name": "NoSuchPlugin"}]}}}]},
+    ], "--check", "--diff")
+    assert done.returncode == 0, done.stdout[-3000:]
+    within, unknown = re.split(r"TASK \[The role's what-if gate, case \d\]", done.stdout)[1:]
+    assert "Verdict: within the bounds" in within and not SKIPPED_WHATIF.search(within)
+    assert SKIPPED_WHATIF.search(unknown) and "No what-if: kubesched does not accept the new configuration" in unknown
+    assert "NoSuchPlugin" in unknown and "Verdict" not in unknown
+    assert open(installed).read() == before and sorted(p.name for p in etc.iterdir()) == ["config.yaml"]
+    assert not list(Path("/tmp").glob("kubesched-whatif.*"))
