@@ -224,10 +224,9 @@ class SchedulingCycle:
                 continue
             pods.append(pod)
         pod_group = self.pod_groups.pod_group(namespace, name)
-        other = next((pod for pod in pods if pod.scheduler_name != first.scheduler_name), None)
-        if other is not None:  # validatePodGroup
-            status = Status(Code.ERROR, "all pods in a single pod group should have the same .spec.schedulerName "
-                                        f'set, got: "{other.scheduler_name}" and "{first.scheduler_name}"')
+        invalid = self._validate_pod_group(pods, pod_group)
+        if invalid:
+            status = Status(Code.ERROR, invalid)
             for pod in pods:
                 self.handle_scheduling_failure(self.frameworks.get(pod.scheduler_name) or fwk, pod, status,
                                                CLEAR_NOMINATION, start, group=(len(pods), False))
@@ -345,6 +344,32 @@ class SchedulingCycle:
                 status = Status(Code.UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE, group_status.message(),
                                 error=FitError(pod.key, self.snapshot.num_nodes(), diagnosis))
             self.handle_scheduling_failure(fwk, pod, status, CLEAR_NOMINATION, start, group=(len(pods), False))
+
+    def _validate_pod_group(self, pods: list[PodInfo], pod_group: dict | None) -> str:
+        """Upstream's validatePodGroup: the queued pods, then the group's bound and assumed ones,
+        share the first queued pod's schedulerName and preemption policy and have the group's
+        priority; the error text of the first pod that does not, else "". (kubesched does not
+        honour PodGroupPreemptionPolicy, so the policy is compared as with that gate off.)"""
+        scheduler_name = pods[0].scheduler_name
+        group_priority = ((pod_group or {}).get("spec") or {}).get("priority") or 0
+        group_policy = ""
+        scheduled = self.pod_groups.scheduled_pods(pods[0].namespace, pods[0].pod_group) if self.pod_groups else []
+        checked = [(pod.scheduler_name, pod.priority, pod.preemption_policy) for pod in pods]
+        checked += [(spec.get("schedulerName") or "default-scheduler", spec.get("priority") or 0,
+                     spec.get("preemptionPolicy") or "PreemptLowerPriority")
+                    for spec in (raw.get("spec") or {} for raw in scheduled)]
+        for pod_scheduler, priority, policy in checked:
+            if pod_scheduler != scheduler_name:
+                return (f"all pods in a single pod group should have the same .spec.schedulerName set, got: "
+                        f'"{pod_scheduler}" and "{scheduler_name}"')
+            if priority != group_priority:
+                return (f"all pods in a single pod group should have the same priority as the pod group's "
+                        f"priority, got {priority} and {group_priority}")
+            if not group_policy:
+                group_policy = policy
+            elif policy != group_policy:
+                return f"all pods in a single pod group should have the same preemption policy, got {policy} and {group_policy}"
+        return ""
 
     def _update_pod_group_condition(self, pod_group: dict | None, group_status: Status | None) -> None:
         """PodGroupInitiallyScheduled on the PodGroup (updatePodGroupCondition): never turned

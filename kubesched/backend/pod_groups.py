@@ -89,6 +89,11 @@ class PodGroups:
         return sum(1 for uid, raw in self._pods(namespace, name)
                    if (raw.get("spec") or {}).get("nodeName") or self._is_assumed(uid))
 
+    def scheduled_pods(self, namespace: str, name: str) -> list[dict]:
+        """The group's pods that are bound or assumed, as last seen (ScheduledPods)."""
+        return [raw for uid, raw in self._pods(namespace, name)
+                if (raw.get("spec") or {}).get("nodeName") or self._is_assumed(uid)]
+
     def assumed_pods(self, namespace: str, name: str) -> list[str]:
         """UIDs of the group's assumed pods (AssumedPods)."""
         return [uid for uid, raw in self._pods(namespace, name)

@@ -114,11 +114,13 @@ class Gang:
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": self.group},
             "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}})
 
-    def pod(self, name: str, cpu: str = "600m", member: bool = True, claim: str = "") -> str:
+    def pod(self, name: str, cpu: str = "600m", member: bool = True, claim: str = "", priority_class: str = "") -> str:
         spec = {"schedulerName": self.scheduler, "nodeSelector": {RUN_LABEL: self.run},
                 "terminationGracePeriodSeconds": 0,
                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                                 "resources": {"requests": {"cpu": cpu}}}]}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
         if claim:
             spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
         if member:
@@ -271,6 +273,35 @@ def test_a_group_split_across_profiles(gang_scheduler, nodes, core_v1, api_clien
     print(json.dumps(outcomes, indent=1))
     assert outcomes["kubesched"] == outcomes["kube-scheduler"]
     assert outcomes["kubesched"]["bound"] == [] and outcomes["kubesched"]["condition"] == ["False", "SchedulerError"]
+
+
+def test_a_group_whose_members_differ_in_priority(gang_scheduler, nodes, core_v1, api_client, namespace):
+    """validatePodGroup: every member must have the PodGroup's priority (0 here, the group names
+    no class); one member of a higher class fails the whole group with a SchedulerError."""
+    scheduling = client.SchedulingV1Api(api_client)
+    high = f"gang-high-{uuid.uuid4().hex[:6]}"
+    scheduling.create_priority_class(client.V1PriorityClass(metadata=client.V1ObjectMeta(name=high), value=100))
+    try:
+        outcomes = {}
+        for kind in SCHEDULERS:
+            gang = Gang(kind, gang_scheduler(kind), core_v1, api_client, namespace, nodes)
+            gang.nodes(2)
+            gang.pod_group(2)
+            members = [gang.pod("w0"), gang.pod("w1", priority_class=high)]
+            messages = wait_for(lambda g=gang, ms=members: g.all_rejected(ms), 60, what=f"{kind}: both members rejected")
+            condition = wait_for(gang.group_condition, 30, what=f"{kind}: the PodGroup condition")
+            outcomes[kind] = {"bound": [m for m in members if gang.node_of(m)], "messages": sorted(set(messages.values())),
+                              "condition": list(condition)}
+        print(json.dumps(outcomes, indent=1))
+        assert outcomes["kubesched"] == outcomes["kube-scheduler"]
+        assert outcomes["kubesched"] == {
+            "bound": [],
+            "messages": ["all pods in a single pod group should have the same priority as the pod group's priority, "
+                         "got 100 and 0"],
+            "condition": ["False", "SchedulerError", "all pods in a single pod group should have the same priority as "
+                                                     "the pod group's priority, got 100 and 0"]}
+    finally:
+        scheduling.delete_priority_class(high)
 
 
 def test_with_the_schedulers_gate_off_a_group_is_scheduled_pod_by_pod(

@@ -313,6 +313,46 @@ def test_a_group_split_across_profiles_fails_as_upstreams_validate_pod_group():
     assert sorted(p.name for p in sched.queue.pending()["backoff"]) == ["a", "b"], "both back in the queue"
 
 
+@pytest.mark.parametrize("field, values, group_priority, message", [
+    ("priority", (0, 100), None,
+     "all pods in a single pod group should have the same priority as the pod group's priority, got 100 and 0"),
+    ("priority", (100, 100), 50,
+     "all pods in a single pod group should have the same priority as the pod group's priority, got 100 and 50"),
+    ("preemptionPolicy", ("PreemptLowerPriority", "Never"), None,
+     "all pods in a single pod group should have the same preemption policy, got Never and PreemptLowerPriority"),
+])
+def test_a_group_whose_pods_differ_in_priority_or_preemption_policy_fails_as_upstreams_validate_pod_group(
+        field, values, group_priority, message):
+    sched = make()
+    group = pod_group(min_count=2)
+    if group_priority is not None:
+        group["spec"]["priority"] = group_priority
+    sched.informers.put("podgroups", group)
+    for name, value in zip("ab", values):
+        raw = member(name)
+        raw["spec"][field] = value
+        sched.on_pod_add(raw)
+    drain(sched)
+    assert bound(sched) == [] and not sched.cache.assumed
+    assert set(failures(sched).values()) == {message}
+    condition = pod_group_conditions(sched)[-1]
+    assert (condition["reason"], condition["message"]) == ("SchedulerError", message)
+
+
+def test_the_group_check_covers_its_bound_pods_too():
+    # validateScheduledPods: a bound member of another priority fails the queued ones.
+    sched = make()
+    sched.informers.put("podgroups", pod_group(min_count=2))
+    bound_member = member("a", node="n1")
+    bound_member["spec"]["priority"] = 7
+    sched.on_pod_add(bound_member)
+    sched.on_pod_add(member("b"))
+    drain(sched)
+    assert bound(sched) == []
+    assert set(failures(sched).values()) == {
+        "all pods in a single pod group should have the same priority as the pod group's priority, got 7 and 0"}
+
+
 def test_a_group_short_of_members_before_its_first_pod_errors_in_dynamic_resources_as_upstream():
     # v1.37.1: PlacementFeasible rejects the group before any member ran PreFilter, so
     # DynamicResources' PodGroupPostFilter finds no group state and the group fails with an
