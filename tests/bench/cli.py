@@ -44,6 +44,7 @@ from tests.bench.schedulers import (
     QPS_PROFILES,
     SCHEDULER_NAMES,
     available,
+    feature_gates_text,
     pin_kubesched,
     scheduler_label,
 )
@@ -142,6 +143,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(str(err))
     if args.whatif and not args.workloads:
         args.scheduler = ["kubesched"]
+    gated = [w.name for w in args.workloads if w.api_runtime_config]
+    if args.kubeconfig and gated and not args.loop_only:
+        parser.error(f"{', '.join(gated)} need(s) an API server with their feature gates and API versions, which the "
+                     "bench's own lab gets: run them without --kubeconfig")
     if args.run_timeout <= 0:
         parser.error("--run-timeout must be a positive number of seconds")
     if args.binder_concurrency < 1:
@@ -371,10 +376,15 @@ def main(argv: list[str] | None = None) -> int:
     controllers = ["serviceaccount", "namespace"]
     for workload, _scheduler, _profile in runs:
         controllers += [c for c in workload.controllers if c not in controllers]
+    # The gates and API versions a selected workload needs (GenericWorkload and PodGroups for the
+    # gangs) are the API server's and kube-controller-manager's for the whole session.
+    lab_gates = sorted({gate for workload, _s, _p in runs for gate in workload.feature_gates})
+    runtime_config = sorted({workload.api_runtime_config for workload, _s, _p in runs if workload.api_runtime_config})
     lab = None if args.kubeconfig else PrivateLab.on_free_ports(
         os.path.join(args.workdir, "lab"), LAB_KCM_CONTROLLERS=",".join(controllers),
         # kcm's default 20 QPS made a claim every 100 ms: as fast as scheduler_perf's in-process controller.
-        LAB_KCM_API_QPS="5000", LAB_KWOK="0")
+        LAB_KCM_API_QPS="5000", LAB_KWOK="0",
+        LAB_FEATURE_GATES=feature_gates_text(dict(lab_gates)), LAB_RUNTIME_CONFIG=",".join(runtime_config))
     cluster = Cluster(args.kubeconfig) if args.kubeconfig else None
     if lab:
         progress.log(f"bench: the runs use their own etcd + kube-apiserver (lab/lab.sh, data in {lab.directory})")

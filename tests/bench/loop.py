@@ -39,7 +39,7 @@ def unsupported_reason(workload: Workload) -> str | None:
     if workload.mode != "backlog":
         return "steady arrival measures latency from creation, which needs the API server"
     if workload.objects_before_pods is not None:
-        return "its claims, volumes or devices come from informers the replay does not feed"
+        return "its claims, volumes, devices or PodGroups come from informers the replay does not feed"
     if workload.operations:
         return "its churn and deletions go through the API server"
     if workload.priority_classes:

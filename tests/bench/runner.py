@@ -213,7 +213,7 @@ def run_one(ctx: RunContext, workload: Workload, scheduler: str, qps_profile: st
     watcher = PodWatch(ctx.cluster.core, ctx.namespace, f"{MEASURED_LABEL}=true").start()
     log_path = os.path.join(ctx.workdir, f"{scheduler}.log")
     command = command_line(scheduler, ctx.cluster, ctx.workdir, scheduler_name, qps, burst, ctx.kubesched_source,
-                           ctx.binder_concurrency, ctx.kubesched_feature_gates)
+                           ctx.binder_concurrency, ctx.kubesched_feature_gates, dict(workload.feature_gates))
     if ctx.load_monitor:
         ctx.load_monitor.start_run()
     running = RunningScheduler(scheduler, command, log_path)

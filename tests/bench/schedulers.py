@@ -91,9 +91,12 @@ BINDER_CONCURRENCY = 16
 def command_line(scheduler: str, cluster: Cluster, workdir: str, scheduler_name: str,
                  qps: int, burst: int, kubesched_source: str | None = None,
                  binder_concurrency: int = BINDER_CONCURRENCY,
-                 kubesched_feature_gates: dict[str, bool] | None = None) -> list[str]:
+                 kubesched_feature_gates: dict[str, bool] | None = None,
+                 workload_gates: dict[str, bool] | None = None) -> list[str]:
     """The command that starts one scheduler for one run; config files go to workdir.
-    kubesched_source: a directory to import kubesched from instead of the working tree."""
+    kubesched_source: a directory to import kubesched from instead of the working tree.
+    workload_gates: the gates the workload needs, for either scheduler (kubesched's own
+    kubesched_feature_gates are set after them)."""
     if scheduler == "raw-binder":
         command = [build_raw_binder(), "-server", cluster.server, "-scheduler-name", scheduler_name,
                    "-node-selector", f"{BENCH_LABEL}=true", "-qps", str(qps), "-burst", str(burst),
@@ -117,13 +120,15 @@ def command_line(scheduler: str, cluster: Cluster, workdir: str, scheduler_name:
         kubeconfig = os.path.abspath(cluster.kubeconfig)
         return [KUBE_SCHEDULER, "--config", config_path, "--leader-elect=false", "--secure-port", port,
                 "--bind-address", "127.0.0.1", "--authentication-kubeconfig", kubeconfig,
-                "--authorization-kubeconfig", kubeconfig, "--authentication-skip-lookup", "-v", "1"]
+                "--authorization-kubeconfig", kubeconfig, "--authentication-skip-lookup", "-v", "1",
+                *(["--feature-gates=" + feature_gates_text(workload_gates)] if workload_gates else [])]
     if scheduler == "kubesched":
         if not os.path.exists(KUBESCHED):
             raise RuntimeError(f"{KUBESCHED} is missing; run 'make setup' to install kubesched into .venv")
         arguments = ["--config", config_path, "--secure-port", port, "--bind-address", "127.0.0.1"]
-        if kubesched_feature_gates:
-            arguments.append("--feature-gates=" + feature_gates_text(kubesched_feature_gates))
+        gates = {**(workload_gates or {}), **(kubesched_feature_gates or {})}
+        if gates:
+            arguments.append("--feature-gates=" + feature_gates_text(gates))
         if kubesched_source:
             launcher = (f"import sys; sys.path.insert(0, {kubesched_source!r}); "
                         "from kubesched.cli import main; sys.exit(main(sys.argv[1:]))")

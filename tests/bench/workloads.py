@@ -96,6 +96,11 @@ class Workload:
     operations: tuple[Operation, ...] = ()
     # The scheduler_perf workload this one reproduces in its shape, with upstream's threshold.
     upstream: Upstream | None = None
+    # Feature gates both schedulers run with, as scheduler_perf's featureGates, e.g.
+    # GenericWorkload for PodGroups; the bench's API server then gets them too, with the API
+    # versions they serve (api_runtime_config).
+    feature_gates: tuple[tuple[str, bool], ...] = ()
+    api_runtime_config: str = ""
 
     @property
     def node_count(self) -> int:
@@ -197,6 +202,37 @@ def _dra_objects(namespace: str, nodes: list[str], _init_pods: int, _pods: int) 
     return [(f"{DRA_API}/deviceclasses", [device_class(DRA_CLASS)]),
             (f"{DRA_API}/resourceslices", [gpu_slice(node, DRA_DEVICES_PER_NODE) for node in nodes]),
             (f"{DRA_API}/namespaces/{namespace}/resourceclaimtemplates", [template])]
+
+
+# GangScheduling (scheduler_perf podgroup/gangscheduling): PodGroups gang-0, gang-1, ... with
+# minCount podsPerGroup, and pods 0..podsPerGroup-1 in gang-0 and so on (gang-pod.yaml: 100m,
+# 100Mi, no port), on node-default nodes, both schedulers with GenericWorkload.
+PODGROUPS = "/apis/scheduling.k8s.io/v1beta1/namespaces/{namespace}/podgroups"
+GANG_GATES = (("GenericWorkload", True),)
+GANG_RUNTIME_CONFIG = "scheduling.k8s.io/v1beta1=true"
+
+
+def _gang_pod(per_group: int) -> Callable[[int, str], dict]:
+    def build(index: int, scheduler_name: str) -> dict:
+        return pod_manifest(f"pod-{index:06d}", scheduler_name, labels={MEASURED_LABEL: "true"},
+                            resources={"cpu": "100m", "memory": "100Mi"}, ports=(),
+                            schedulingGroup={"podGroupName": f"gang-{index // per_group}"})
+    return build
+
+
+def _pod_groups(per_group: int) -> Callable[[str, list[str], int, int], list[tuple[str, list[dict]]]]:
+    def build(namespace: str, _nodes: list[str], _init_pods: int, pods: int) -> list[tuple[str, list[dict]]]:
+        return [(PODGROUPS.format(namespace=namespace), [
+            {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": f"gang-{i}"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": per_group}}}} for i in range(-(-pods // per_group))])]
+    return build
+
+
+def _gang_workload(name: str, groups: int, per_group: int, description: str,
+                   nodes: tuple[NodeGroup, ...] | None = None, **more) -> Workload:
+    return Workload(name, nodes or (_node_default(5000),), groups * per_group, _gang_pod(per_group),
+                    objects_before_pods=_pod_groups(per_group), feature_gates=GANG_GATES,
+                    api_runtime_config=GANG_RUNTIME_CONFIG, description=description, **more)
 
 
 # SchedulingCSIPVs (scheduler_perf): every pod mounts its own claim, bound to a CSI PV of
@@ -423,11 +459,21 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("SchedulingBasic/15000Nodes", _plain_nodes(15000), 30000, _measured(),
              description="pod-default pods on 15,000 static nodes: throughput and peak RSS at scale"),
     *UPSTREAM_WORKLOADS,
+    # Gangs, as scheduler_perf's podgroup/gangscheduling performance workloads (no threshold there).
+    _gang_workload("GangScheduling/1000Nodes_250GangsOf8", 250, 8,
+                   "250 PodGroups of 8 (gang minCount 8) on 1,000 plain nodes, GenericWorkload on",
+                   nodes=_plain_nodes(1000)),
+    _gang_workload("GangScheduling/5000Nodes_1000Gangs_3000Pods", 1000, 3,
+                   "1,000 PodGroups of 3 (gang minCount 3) on 5,000 nodes, GenericWorkload on"),
+    _gang_workload("GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup", 3, 1000,
+                   "3 PodGroups of 1,000 (gang minCount 1,000): each placed in one pod group cycle"),
     Workload("CSIPVsSmoke/10Nodes", _plain_nodes(10), 30, _csi_pv_pod, init_pods=10, init_pod=_csi_pv_init_pod,
              objects_before_pods=_csi_storage, smoke=True, description="a tiny SchedulingCSIPVs run (the harness's own check)"),
     Workload("DRASmoke/10Nodes", _plain_nodes(10), 40, _claiming_pod, objects_before_pods=_dra_objects,
              objects_made_for_pods=(DRA_CLAIMS,), timeout_per_pod_s=1.0, controllers=("resourceclaim-controller",),
              smoke=True, description="a tiny SchedulingWithResourceClaimTemplate run (the harness's own check)"),
+    _gang_workload("GangSmoke/10Nodes_3Gangs", 3, 3, "a tiny GangScheduling run (the harness's own check)",
+                   smoke=True, nodes=_plain_nodes(10)),
 )
 
 

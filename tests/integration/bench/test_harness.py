@@ -111,6 +111,20 @@ def test_a_dra_workload_runs_twice_on_one_api_server_and_leaves_nothing(lab_kube
     assert NAMESPACE not in cluster.list_names("/api/v1/namespaces")
 
 
+def test_a_gang_workload_runs_both_schedulers_with_its_gates_on_the_benchs_own_gated_lab(tmp_path):
+    """GangSmoke: PodGroups on an API server the bench starts with GenericWorkload and
+    scheduling.k8s.io/v1beta1, both schedulers with the gate; every gang bound whole."""
+    command = [sys.executable, "-m", "tests.bench", "--workload", "GangSmoke", "--scheduler", "kubesched",
+               "--scheduler", "kube-scheduler", "--workdir", str(tmp_path / "work"), "--run-timeout", "120",
+               "--allow-busy", "--results", str(tmp_path / "latest.json"), "--docs", str(tmp_path / "performance.md"),
+               "--plot", str(tmp_path / "throughput.png")]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    records = json.loads((tmp_path / "latest.json").read_text())["records"]
+    assert sorted((r["scheduler"], r["workload"], r["bound"], r["complete"]) for r in records) == [
+        ("kube-scheduler", "GangSmoke/10Nodes_3Gangs", 9, True), ("kubesched", "GangSmoke/10Nodes_3Gangs", 9, True)]
+
+
 def test_a_partial_run_replaces_only_its_own_records(tmp_path):
     path = str(tmp_path / "latest.json")
     old = {"workload": "Smoke/20Nodes", "scheduler": "raw-binder", "qps_profile": "default", "pods_per_s": 1}

@@ -149,3 +149,33 @@ def test_the_bench_has_every_misc_and_preemption_threshold_workload_upstream_run
               if entry["config"].split("/")[0] in ("misc", "default_preemption")
               and all(defaults[gate] == value for gate, value in entry["featureGates"].items())}
     assert wanted == {(w.upstream.config, w.name) for w in WORKLOADS if w.upstream}
+
+
+def test_gang_workloads_have_scheduler_perfs_shape_and_both_schedulers_get_their_gate(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from tests.bench import schedulers
+
+    gangs = {w.name: w for w in WORKLOADS if w.name.startswith("GangScheduling/")}
+    assert sorted(gangs) == ["GangScheduling/1000Nodes_250GangsOf8", "GangScheduling/5000Nodes_1000Gangs_3000Pods",
+                             "GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup"]
+    big = gangs["GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup"]
+    (path, groups), = big.objects("bench")
+    assert path == "/apis/scheduling.k8s.io/v1beta1/namespaces/bench/podgroups"
+    assert [(g["metadata"]["name"], g["spec"]["schedulingPolicy"]["gang"]["minCount"]) for g in groups] == [
+        ("gang-0", 1000), ("gang-1", 1000), ("gang-2", 1000)]
+    members = [big.measured_pod(i, "s")["spec"]["schedulingGroup"]["podGroupName"] for i in (0, 999, 1000, 2999)]
+    assert members == ["gang-0", "gang-0", "gang-1", "gang-2"]
+    assert big.node_count == 5000 and big.pods == 3000 and big.api_runtime_config == "scheduling.k8s.io/v1beta1=true"
+
+    monkeypatch.setattr(schedulers, "KUBE_SCHEDULER", __file__)
+    monkeypatch.setattr(schedulers, "KUBESCHED", __file__)
+    cluster = SimpleNamespace(kubeconfig=str(tmp_path / "kubeconfig"))
+    gates = dict(big.feature_gates)
+    upstream = schedulers.command_line("kube-scheduler", cluster, str(tmp_path), "s", 50, 100, workload_gates=gates)
+    ours = schedulers.command_line("kubesched", cluster, str(tmp_path), "s", 50, 100, workload_gates=gates,
+                                   kubesched_feature_gates={"OpportunisticBatching": False})
+    assert "--feature-gates=GenericWorkload=true" in upstream
+    assert "--feature-gates=GenericWorkload=true,OpportunisticBatching=false" in ours
+    plain = schedulers.command_line("kube-scheduler", cluster, str(tmp_path), "s", 50, 100)
+    assert not any(arg.startswith("--feature-gates") for arg in plain)
