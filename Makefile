@@ -58,6 +58,9 @@ molecule:
 test: setup
 	@bash tests/run-all.sh
 
+# The demo's lab serves PodGroups for its gang (a lab already running keeps its flags).
+demo: export LAB_FEATURE_GATES ?= GenericWorkload=true
+demo: export LAB_RUNTIME_CONFIG ?= scheduling.k8s.io/v1beta1=true
 demo: setup lab-up
 	@bash lab/demo.sh up
 

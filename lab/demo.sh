@@ -5,7 +5,8 @@
 #                  the second scheduler), a Deployment and a DaemonSet, and a table of where each pod landed,
 #                  whether it runs, and why; then a GPU workload (S11, lab/demo_gpu.py) and the device
 #                  each of its pods got; a what-if of a scoring change, and the role's gate refusing
-#                  a configuration that strands pods (site.yml --check). Safe to run again.
+#                  a configuration that strands pods (site.yml --check); then a gang of four GPU
+#                  workers (lab/demo_gang.py) that waits for a fourth GPU node. Safe to run again.
 #   demo.sh down   remove the containers and every demo object from the lab API server.
 # Needs the lab API server (make lab-up), Docker and the base image (make setup).
 # A private lab is chosen as for lab/lab.sh, and the inventory follows it: LAB_DIR (default
@@ -49,6 +50,7 @@ log() { printf '\ndemo: %s\n' "$*"; }
 die() { printf 'demo: ERROR: %s\n' "$*" >&2; exit 1; }
 demo_py() { "$VENV/bin/python" "$ROOT/lab/demo.py" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 demo_gpu() { "$VENV/bin/python" "$ROOT/lab/demo_gpu.py" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+demo_gang() { "$VENV/bin/python" "$ROOT/lab/demo_gang.py" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 
 # S11: GPUs published by the fake DRA driver on two of the nodes, a Deployment whose pods each
 # get a GPU through a ResourceClaimTemplate, and which device each pod's claim got.
@@ -93,6 +95,20 @@ YAML
   grep -o 'The new scheduler configuration is refused before any master changes: [^"]*' "$output" | head -n 1 | fold -s -w 100 ||
     die "site.yml failed, but not at the what-if gate; its output is in $output"
   echo "(site.yml stopped there: no master changed; the whole run is in $output)"
+}
+
+# Gang scheduling (docs/gang.md): the lab serves PodGroups (make demo starts it with the
+# GenericWorkload gate) and the masters' schedulers run with it (inventories/lab group_vars).
+gang_workload() {
+  local rc=0
+  log "gang: PodGroup trainer wants its 4 GPU workers placed together (minCount 4); only 3 GPU nodes exist"
+  demo_gang up || rc=$?
+  [ "$rc" != 2 ] || return 0  # the lab was started without the gate: said so, nothing to show
+  [ "$rc" = 0 ] || return "$rc"
+  demo_gang waiting || return 1
+  log "gang: a fourth GPU node joins; the group is placed at once, all four together"
+  demo_gang add-node || return 1
+  demo_gang started
 }
 
 preflight() {
@@ -192,6 +208,7 @@ up() {
   demo_py table || verdict=$?
   gpu_workload || verdict=$?
   whatif_preview
+  gang_workload || verdict=$?
 
   printf '\ndemo: timings\n'
   printf '  %s\n' "${SITE_RUNS[@]}"
@@ -217,6 +234,7 @@ down() {
   if [ -s "$KUBECONFIG_ADMIN" ] && bash "$ROOT/lab/lab.sh" status >/dev/null 2>&1; then
     demo_py delete-workloads
     demo_gpu down
+    demo_gang down
     demo_py remove-namespaces kubesched-verify
     demo_py delete-stateful
     demo_py delete-nodes --prefix demo-node-
