@@ -21,6 +21,20 @@ def write(path, profiles: list[dict], kubeconfig: str) -> str:
     return str(path)
 
 
+def stranding_profiles(profile: str) -> list[dict]:
+    """The profile with a NodeAffinity rule (pool In [gpu]) that no lab node meets."""
+    added = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]}}
+    return [{"schedulerName": profile, "pluginConfig": [{"name": "NodeAffinity", "args": {"addedAffinity": added}}]}]
+
+
+def refusal_of_web(namespace: str) -> str:
+    """The role gate's one line when the stranding profile leaves pod web unschedulable."""
+    return (f"The new scheduler configuration is refused before any master changes: 1 pod(s) the current "
+            f"configuration places become unschedulable under the new one (at most 0 allowed): {namespace}/web "
+            "(NodeAffinity (filter))")
+
+
 def pod(name: str, profile: str, cpu: str, node: str = "", gated: bool = False) -> dict:
     spec: dict = {"schedulerName": profile, "containers": [
         {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}]}
@@ -82,10 +96,7 @@ def test_whatif_exits_3_when_the_new_config_strands_a_pending_pod(core_v1, nodes
     profile = f"whatif-{uuid.uuid4().hex[:6]}"
     core_v1.create_namespaced_pod(namespace, pod("web", profile, "100m"), _preload_content=False)
     current = write(tmp_path / "current.yaml", [{"schedulerName": profile}], lab_kubeconfig)
-    added = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]}}
-    new = write(tmp_path / "new.yaml", [{"schedulerName": profile, "pluginConfig": [
-        {"name": "NodeAffinity", "args": {"addedAffinity": added}}]}], lab_kubeconfig)
+    new = write(tmp_path / "new.yaml", stranding_profiles(profile), lab_kubeconfig)
     code, text, err = kubesched_cli("whatif", "--config", new, "--current", current)
     assert code == 3, err
     refusal = ("1 pod(s) the current configuration places become unschedulable under the new one (at most 0 "
@@ -141,16 +152,11 @@ def test_the_role_gate_previews_a_changed_config_and_refuses_one_past_its_bounds
     (etc / "kubeconfig").write_text(open(lab_kubeconfig).read())
     installed = write(etc / "config.yaml", [{"schedulerName": profile}], str(etc / "kubeconfig"))
     before = open(installed).read()
-    added = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]}}
-    stranding = {"scheduler_profiles": [{"schedulerName": profile, "pluginConfig": [
-        {"name": "NodeAffinity", "args": {"addedAffinity": added}}]}]}
+    stranding = {"scheduler_profiles": stranding_profiles(profile)}
 
     done = run_gate(tmp_path, [stranding], "--check", "--diff")
     assert done.returncode != 0
-    assert (f"The new scheduler configuration is refused before any master changes: 1 pod(s) the current "
-            f"configuration places become unschedulable under the new one (at most 0 allowed): {namespace}/web "
-            "(NodeAffinity (filter))") in done.stdout, done.stdout[-3000:]
+    assert refusal_of_web(namespace) in done.stdout, done.stdout[-3000:]
     assert f"+  {namespace}/web: " in done.stdout and "-> unschedulable (NodeAffinity)" in done.stdout  # the diff
 
     done = run_gate(tmp_path, [
@@ -192,16 +198,11 @@ def test_the_role_gate_runs_on_the_controller_for_kube_scheduler_masters(
     wheelhouse = Path(os.environ.get("KUBESCHED_CACHE") or Path.home() / ".cache" / "kubesched") / "wheelhouse"
     controller = {"scheduler_implementation": "kube-scheduler", "scheduler_release_bin": "/nonexistent/kube-scheduler",
                   "scheduler_api_kubeconfig": lab_kubeconfig, "scheduler_kubesched_wheelhouse": str(wheelhouse)}
-    added = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]}}
-    stranding = {**controller, "scheduler_profiles": [{"schedulerName": profile, "pluginConfig": [
-        {"name": "NodeAffinity", "args": {"addedAffinity": added}}]}]}
+    stranding = {**controller, "scheduler_profiles": stranding_profiles(profile)}
 
     done = run_gate(tmp_path, [stranding], "--check", "--diff")
     assert done.returncode != 0
-    assert (f"The new scheduler configuration is refused before any master changes: 1 pod(s) the current "
-            f"configuration places become unschedulable under the new one (at most 0 allowed): {namespace}/web "
-            "(NodeAffinity (filter))") in done.stdout, done.stdout[-3000:]
+    assert refusal_of_web(namespace) in done.stdout, done.stdout[-3000:]
     assert f"+  {namespace}/web: " in done.stdout  # the diff
     venvs = list(wheelhouse.glob(".whatif-python*/bin/kubesched"))
     assert len(venvs) == 1, venvs  # one venv, of the wheels the wheelhouse holds now
