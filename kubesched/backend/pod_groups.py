@@ -86,8 +86,7 @@ class PodGroups:
 
     def scheduled_pods_count(self, namespace: str, name: str) -> int:
         """Pods of the group that are bound or assumed (ScheduledPodsCount)."""
-        return sum(1 for uid, raw in self._pods(namespace, name)
-                   if (raw.get("spec") or {}).get("nodeName") or self._is_assumed(uid))
+        return len(self.scheduled_pods(namespace, name))
 
     def scheduled_pods(self, namespace: str, name: str) -> list[dict]:
         """The group's pods that are bound or assumed, as last seen (ScheduledPods)."""
