@@ -275,7 +275,8 @@ class ApiClient:
         if user_agent:
             headers["User-Agent"] = user_agent
         resp = self.pool.request(method, url, body=data, headers=headers,
-                                 timeout=self._timeout if timeout is None else urllib3.Timeout(connect=5.0, read=timeout))
+                                 timeout=self._timeout if timeout is None else
+                                 urllib3.Timeout(connect=min(5.0, timeout), read=timeout))
         return resp.status, resp.data
 
     def get(self, path: str, params: dict | None = None) -> dict:
@@ -390,19 +391,22 @@ class ApiClient:
         return self.request("PATCH", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}",
                             patch, content_type="application/merge-patch+json")
 
-    def get_lease(self, namespace: str, name: str) -> dict | None:
+    def get_lease(self, namespace: str, name: str, timeout: float | None = None) -> dict | None:
         try:
-            return self.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
+            return self.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}",
+                                timeout=timeout)
         except ApiError as err:
             if err.status == 404:
                 return None
             raise
 
-    def create_lease(self, namespace: str, lease: dict) -> dict:
-        return self.request("POST", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", lease)
+    def create_lease(self, namespace: str, lease: dict, timeout: float | None = None) -> dict:
+        return self.request("POST", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", lease,
+                            timeout=timeout)
 
-    def update_lease(self, namespace: str, name: str, lease: dict) -> dict:
-        return self.request("PUT", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", lease)
+    def update_lease(self, namespace: str, name: str, lease: dict, timeout: float | None = None) -> dict:
+        return self.request("PUT", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", lease,
+                            timeout=timeout)
 
 
 def _api_error(status: int, payload: bytes) -> ApiError:

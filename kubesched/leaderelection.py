@@ -60,19 +60,33 @@ class LeaderElector:
 
     # -- one attempt (tryAcquireOrRenew) ---------------------------------------------------
 
-    def try_acquire_or_renew(self) -> bool:
+    def try_acquire_or_renew(self, timeout: float | None = None) -> bool:
+        """One attempt; timeout bounds each request (None: the client's own, renewDeadline/2)."""
         ns, name = self.cfg.resource_namespace, self.cfg.resource_name
         now_wall = self.wall()
         record = {"holderIdentity": self.identity,
                   "leaseDurationSeconds": max(1, int(round(self.cfg.lease_duration))),
                   "acquireTime": _micro(now_wall), "renewTime": _micro(now_wall),
                   "leaseTransitions": 0}
-        current = self.client.get_lease(ns, name)
+        if self._holds() and self._lease_valid():
+            # client-go's fast path: the leader writes over the Lease it last saw, one request
+            # instead of a read and a write; a conflict or failure falls back to both.
+            updated = dict(self.observed_raw)
+            updated["spec"] = {**record, "acquireTime": self.observed_record.get("acquireTime") or record["acquireTime"],
+                               "leaseTransitions": self.observed_record.get("leaseTransitions") or 0}
+            try:
+                self._observe(self.client.update_lease(ns, name, updated, timeout=timeout))
+                return True
+            except Exception as err:  # noqa: BLE001 - the slow path decides
+                if klog.V(2):
+                    klog.info("Failed to update lease optimistically, falling back to slow path",
+                              lock=f"{ns}/{name}", err=str(err))
+        current = self.client.get_lease(ns, name, timeout=timeout)
         if current is None:
             lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                      "metadata": {"name": name, "namespace": ns}, "spec": record}
             try:
-                created = self.client.create_lease(ns, lease)
+                created = self.client.create_lease(ns, lease, timeout=timeout)
             except ApiError as err:
                 if err.status == 409:
                     return False
@@ -93,13 +107,17 @@ class LeaderElector:
         updated = dict(current)
         updated["spec"] = record
         try:
-            result = self.client.update_lease(ns, name, updated)
+            result = self.client.update_lease(ns, name, updated, timeout=timeout)
         except ApiError as err:
             if err.status == 409:
                 return False
             raise
         self._observe(result)
         return True
+
+    def _holds(self) -> bool:
+        """IsLeader as client-go has it: the Lease last seen names us."""
+        return self.observed_raw is not None and (self.observed_record or {}).get("holderIdentity") == self.identity
 
     def _observe(self, lease: dict) -> None:
         self.observed_raw = lease
@@ -134,13 +152,18 @@ class LeaderElector:
         return False
 
     def renew_loop(self) -> bool:
-        """Renew until stop (True: clean stop) or renewDeadline passes without success (False)."""
+        """Renew until stop (True: clean stop) or a round of renewDeadline passes without
+        success (False). As client-go's renew: a round starts retryPeriod after the last
+        success and has renewDeadline from its start, each request bounded by what is left;
+        the leader so gives up at most retryPeriod + renewDeadline after its last renewal,
+        before leaseDuration has passed for the others."""
         while not self.stop.is_set():
-            deadline = self.last_renew + self.cfg.renew_deadline
+            deadline = self.clock() + self.cfg.renew_deadline
             renewed = False
             while not self.stop.is_set() and self.clock() < deadline:
+                remaining = deadline - self.clock()
                 try:
-                    if self.try_acquire_or_renew():
+                    if self.try_acquire_or_renew(timeout=min(remaining, self.client.timeout)):
                         renewed = True
                         break
                 except Exception as err:  # noqa: BLE001

@@ -19,20 +19,25 @@ class Clock:
 class LeaseApi:
     """An in-memory lease endpoint with resourceVersion conflicts, like the API server."""
 
+    timeout = 5.0  # the client's own request timeout (renewDeadline / 2)
+
     def __init__(self):
         self.lease = None
         self.rv = 0
         self.down = False
+        self.calls = []  # (verb, timeout) of every request
 
     def _check(self):
         if self.down:
             raise ApiError(503, "ServiceUnavailable", "apiserver down")
 
-    def get_lease(self, ns, name):
+    def get_lease(self, ns, name, timeout=None):
+        self.calls.append(("get", timeout))
         self._check()
         return copy.deepcopy(self.lease)
 
-    def create_lease(self, ns, lease):
+    def create_lease(self, ns, lease, timeout=None):
+        self.calls.append(("create", timeout))
         self._check()
         if self.lease is not None:
             raise ApiError(409, "AlreadyExists", "exists")
@@ -41,7 +46,8 @@ class LeaseApi:
         self.lease["metadata"]["resourceVersion"] = str(self.rv)
         return copy.deepcopy(self.lease)
 
-    def update_lease(self, ns, name, lease):
+    def update_lease(self, ns, name, lease, timeout=None):
+        self.calls.append(("update", timeout))
         self._check()
         if lease["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
             raise ApiError(409, "Conflict", "the object has been modified")
@@ -147,8 +153,63 @@ def test_create_race_is_lost_without_error():
     api, clock = LeaseApi(), Clock()
     a, b = elector(api, "a_1", clock), elector(api, "b_2", clock)
     real_get = api.get_lease
-    api.get_lease = lambda ns, name: None  # both saw no lease
+    api.get_lease = lambda ns, name, timeout=None: None  # both saw no lease
     assert a.try_acquire_or_renew()
     assert not b.try_acquire_or_renew()  # its create gets 409
     api.get_lease = real_get
     assert api.lease["spec"]["holderIdentity"] == "a_1"
+
+
+def test_the_leader_renews_with_one_write_and_falls_back_to_a_read_on_conflict():
+    api, clock = LeaseApi(), Clock()
+    a = elector(api, "a_1", clock)
+    assert a.try_acquire_or_renew()
+    api.calls.clear()
+    clock.now = 2
+    assert a.try_acquire_or_renew()
+    assert [verb for verb, _ in api.calls] == ["update"]  # client-go's fast path
+    # Someone else wrote the Lease (its resourceVersion moved): the optimistic write conflicts,
+    # the slow path reads the Lease and, still naming a_1, renews it.
+    api.lease["metadata"]["resourceVersion"] = "99"
+    api.rv = 99
+    api.calls.clear()
+    clock.now = 4
+    assert a.try_acquire_or_renew()
+    assert [verb for verb, _ in api.calls] == ["update", "get", "update"]
+    assert api.lease["spec"]["holderIdentity"] == "a_1"
+    # A standby never takes the fast path.
+    b = elector(api, "b_2", clock)
+    api.calls.clear()
+    assert not b.try_acquire_or_renew()
+    assert [verb for verb, _ in api.calls] == ["get"]
+
+
+def test_a_renewal_round_has_renew_deadline_from_its_start_and_bounds_each_request():
+    """As client-go: after a renewal the leader waits retryPeriod, then tries for renewDeadline;
+    it gives up retryPeriod + renewDeadline after its last renewal (12 s of the 15 s Lease),
+    and no request may outlast the round."""
+    api, clock = LeaseApi(), Clock()
+
+    def sleep(event, seconds):
+        clock.now += seconds
+        return event.is_set()
+
+    renewals = []
+
+    def update(ns, name, lease, timeout=None, real=api.update_lease):
+        renewals.append((clock.now, timeout))
+        if clock.now >= 3:
+            api.down = True
+        return real(ns, name, lease, timeout=timeout)
+
+    a = LeaderElector(api, CFG, "a_1", on_started_leading=lambda: None, on_stopped_leading=lambda: None,
+                      clock=clock, wall=lambda: 1_700_000_000.0 + clock.now, sleep=sleep)
+    assert a.acquire()
+    api.update_lease = update
+    assert a.renew_loop() is False
+    # Renewed at 0 and 2; the write at 4 finds the API down, and the round that began at 4 ends at 14.
+    assert [t for t, _ in renewals][:3] == [0, 2, 4]
+    assert a.last_renew == 2
+    assert clock.now == CFG.retry_period + CFG.renew_deadline + a.last_renew < a.last_renew + CFG.lease_duration
+    assert all(timeout is not None and timeout <= api.timeout for _, timeout in renewals)
+    assert renewals[-1][1] <= CFG.renew_deadline - (renewals[-1][0] - 4)
