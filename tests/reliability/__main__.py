@@ -29,7 +29,9 @@ from tests.reliability.masters import Masters, image_available
 from tests.reliability.result import SuiteResult
 
 SUITES = ("bad_configs", "failover", "apiserver", "races", "bad_module_inputs", "roles", "security")
-WORKDIR = ROOT / "tests" / "reliability" / "work"
+# The suites' own directory: emptied at each run. The soak keeps its logs beside it, in work/soak,
+# until the next soak (they are what a broken invariant is diagnosed from).
+WORKDIR = ROOT / "tests" / "reliability" / "work" / "suites"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,9 +7,13 @@ its informers) and a dump of every cached node with its pods, and of its queue
 lines up to `` >`` in kube-scheduler's log, and kubesched's as one quoted string with ``\\n``:
 ``parse_dump`` reads both.
 
-``compare`` sets a dump beside one list of the API's nodes and pods taken on a quiet cluster
-(after the last relist every informer has done): the nodes, each node's pods, and the pods
-waiting in the queue must be the same.
+``compare`` sets a dump beside the API's nodes and pods. The cluster need not be quiet (at the
+end of a soak on two cores kwok is still finishing and deleting pods), so only what stood still
+is judged: the API is listed, then, a window later, the instances dump their caches and the API
+is listed again. A pod or node that changed between the two lists is in flux (a cache may hold
+either state, by how far its watch has got) and left out; one that did not change had not
+changed for the whole window either, so every healthy watch has delivered it, and the cache
+must hold it as the API does.
 """
 
 from __future__ import annotations
@@ -85,21 +89,41 @@ def api_view(nodes: list[dict], pods: list[dict], scheduler_name: str) -> tuple[
     return on_node, pending, deleting
 
 
-def compare(dump: CacheDump, nodes: list[dict], pods: list[dict], scheduler_name: str) -> dict:
-    """What differs between the dump and the API (empty lists when they agree)."""
+def pod_state(pod: dict) -> tuple:
+    """What a cache and queue hold of a pod: its node, whether it is being deleted, whether it
+    has finished (a finished pod leaves both)."""
+    return ((pod.get("spec") or {}).get("nodeName") or "", bool(pod["metadata"].get("deletionTimestamp")),
+            (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"))
+
+
+def in_flux(before: list[dict], after: list[dict]) -> set[str]:
+    """UIDs (pods) or names (nodes) of the objects that were made, removed or changed (for a pod:
+    what pod_state shows) between two lists of the API."""
+    def states(objects: list[dict]) -> dict[str, tuple]:
+        return {o["metadata"].get("uid") or o["metadata"]["name"]: pod_state(o) if "spec" in o else ()
+                for o in objects}
+    old, new = states(before), states(after)
+    return {key for key in old.keys() | new.keys() if old.get(key) != new.get(key)}
+
+
+def compare(dump: CacheDump, nodes: list[dict], pods: list[dict], scheduler_name: str,
+            moving: set[str] = frozenset()) -> dict:
+    """What differs between the dump and the API (empty lists when they agree), leaving out the
+    pods (by UID) and nodes (by name) in moving."""
     on_node, pending, deleting = api_view(nodes, pods, scheduler_name)
-    api_nodes = {name for name in on_node if any(n["metadata"]["name"] == name for n in nodes)}
-    cached_where = {uid: node for node, uids in dump.nodes.items() for uid in uids}
-    api_where = {uid: node for node, uids in on_node.items() for uid in uids}
+    api_nodes = {n["metadata"]["name"] for n in nodes} - moving
+    cached_nodes = set(dump.nodes) - moving
+    cached_where = {uid: node for node, uids in dump.nodes.items() for uid in uids if uid not in moving}
+    api_where = {uid: node for node, uids in on_node.items() for uid in uids if uid not in moving}
     return {
-        "nodes_missing": sorted(api_nodes - set(dump.nodes)),
-        "nodes_extra": sorted(set(dump.nodes) - api_nodes),
+        "nodes_missing": sorted(api_nodes - cached_nodes),
+        "nodes_extra": sorted(cached_nodes - api_nodes),
         "pods_missing": sorted(uid for uid in api_where if uid not in cached_where),
         "pods_extra": sorted(uid for uid in cached_where if uid not in api_where),
         "pods_on_wrong_node": sorted(uid for uid, node in cached_where.items()
                                      if uid in api_where and api_where[uid] != node),
-        "queue_missing": sorted(pending - dump.queue - set(cached_where)),
-        "queue_extra": sorted(dump.queue - pending - deleting),
+        "queue_missing": sorted(pending - dump.queue - set(cached_where) - moving),
+        "queue_extra": sorted(dump.queue - pending - deleting - moving),
         "scheduler_reported_mismatches": dump.mismatches[-4:],
     }
 

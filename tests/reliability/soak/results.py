@@ -184,10 +184,12 @@ def _design() -> list[str]:
         "- **At the end**, with arrivals stopped and every fault over: the run waits until nothing but the "
         "never-fitting pods is pending (up to 330 s, past upstream's 5-minute retry of pods no event moved); what "
         "is still pending is offered to a fresh instance of the same scheduler, and a pod it binds was lost by the "
-        "long-running ones. Each instance's cache is read with upstream's own cache debugger (SIGUSR2: kube-"
+        "long-running ones, unless its node lost a pod after they stopped (kwok may still be finishing pods: that "
+        "room is new, and such binds are counted apart). Each instance's cache is read with upstream's own cache debugger (SIGUSR2: kube-"
         "scheduler's `Cache mismatch` lines and its dump of every cached node, pod and queued pod; kubesched "
-        "answers the same signal with the same lines) and set beside one list of the API's nodes and pods taken "
-        "while the cluster stood still.",
+        "answers the same signal with the same lines) and set beside the API's nodes and pods. The API is "
+        "listed 15 s before the dump and again after it; a pod or node that changed between the two lists is in "
+        "flux and left out, every other one must be in the cache as the API has it.",
         "- **Memory** is read from /proc every 5 s: RSS, threads and open files of each instance, its child "
         "processes included (kubesched's watch and writer processes). Each process is judged per stretch of one "
         "role (a standby that takes the lead builds its scheduling state then): from minute 5 of the run, or a "

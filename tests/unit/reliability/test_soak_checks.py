@@ -2,7 +2,7 @@
 both schedulers (kube-scheduler's klog writes a multi-line value as key=<...>, kubesched's as one
 quoted line) set beside the API's objects."""
 
-from tests.reliability.soak.cache_check import compare, differences, parse_dump
+from tests.reliability.soak.cache_check import compare, differences, in_flux, parse_dump
 from tests.reliability.soak.processes import judge
 
 KUBE_SCHEDULER_DUMP = """I1126 00:06:55.618700    5189 comparer.go:64] "Cache mismatch" missedPods=["u9"] redundantPods=[]
@@ -88,3 +88,34 @@ def test_taking_the_lead_starts_a_new_window_and_short_stretches_are_not_judged(
     verdicts = judge(samples(3, values, leader_from=30), warmup_s=30, min_window_s=150, run_warmup_until=0)
     assert [(v.role, v.flat) for v in verdicts] == [("standby", True), ("leader", True)]
     assert judge(samples(4, [100.0] * 10), warmup_s=30, min_window_s=150, run_warmup_until=0) == []
+
+
+def test_what_changed_around_the_dump_is_not_judged_and_what_stood_still_is():
+    # The API listed before the window and after the dump: 0c-3 was bound and 0e-5 deleted in
+    # between, so a cache may hold either state of them; 0a-1 stood still on n1.
+    _nodes, before = api(["n1", "n2"], [("0a-1", "n1"), ("0c-3", ""), ("0e-5", "n2")])
+    nodes, after = api(["n1", "n2"], [("0a-1", "n1"), ("0c-3", "n1"), ("0b-2", "")])
+    moving = in_flux(before, after)
+    assert moving == {"0c-3", "0e-5", "0b-2"}
+    dump = parse_dump(KUBESCHED_DUMP)  # holds 0a-1 on n1 and 0b-2 queued
+    assert differences(compare(dump, nodes, after, "s", moving)) == 0
+    # Without the window the same dump shows 0c-3 as missing from n1.
+    assert compare(dump, nodes, after, "s")["pods_missing"] == ["0c-3"]
+    # A pod that stood still and is not where the API has it is a difference all the same.
+    nodes, after = api(["n1", "n2"], [("0a-1", "n2"), ("0b-2", "")])
+    assert compare(dump, nodes, after, "s", in_flux(after, after))["pods_on_wrong_node"] == ["0a-1"]
+    # A node made or removed in the window is left out too.
+    assert in_flux([{"metadata": {"name": "n1"}}], [{"metadata": {"name": "n2"}}]) == {"n1", "n2"}
+
+
+def test_a_fresh_bind_where_a_pod_left_after_the_stop_is_not_counted_as_lost():
+    from tests.reliability.soak.run import split_fresh_binds
+
+    def pod(uid, node, phase="Running"):
+        return {"metadata": {"uid": uid}, "spec": {"nodeName": node}, "status": {"phase": phase}}
+
+    at_stop = {"n1": {"a"}, "n2": {"b"}, "n3": {"c"}}
+    # After the stop, kwok finished a (n1) and deleted c (n3); b stayed on n2.
+    now = [pod("a", "n1", "Succeeded"), pod("b", "n2"), pod("x", "n1"), pod("y", "n2"), pod("z", "n3")]
+    lost, room_freed = split_fresh_binds({"x", "y", "z"}, at_stop, now)
+    assert lost == {"y"} and room_freed == {"x", "z"}
