@@ -210,7 +210,7 @@ class SchedulerCache:
         with self.lock:
             if pod.uid in self.pods:
                 raise CacheError(f"pod {pod.key} (uid {pod.uid}) is in the cache, so can't be assumed")
-            assumed = _assumed_copy(pod, node_name)
+            assumed = pod.placed_on(node_name)
             self._add(assumed)
             self.assumed[pod.uid] = _AssumedState(assumed)
             self._publish()
@@ -288,11 +288,3 @@ class SchedulerCache:
         with self.lock:
             return {name: info.clone() for name, info in self.nodes.items() if info.raw}
 
-
-def _assumed_copy(pod: PodInfo, node_name: str) -> PodInfo:
-    """A PodInfo sharing pod's parsed fields, placed on node_name (assume sets spec.nodeName)."""
-    copy = PodInfo.__new__(PodInfo)
-    for slot in PodInfo.__slots__:
-        setattr(copy, slot, getattr(pod, slot))
-    copy.node_name = node_name
-    return copy

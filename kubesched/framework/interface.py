@@ -34,6 +34,12 @@ class Code(enum.IntEnum):
     PENDING = 6
 
 
+# Upstream's Code.String() names, used as metric label values.
+CODE_NAMES = {Code.SUCCESS: "Success", Code.ERROR: "Error", Code.UNSCHEDULABLE: "Unschedulable",
+              Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable", Code.WAIT: "Wait",
+              Code.SKIP: "Skip", Code.PENDING: "Pending"}
+
+
 class Status:
     """The outcome of one plugin call: a code, reasons (as upstream words them), a plugin."""
 

@@ -28,6 +28,7 @@ from kubesched.extender import HTTPExtender
 from kubesched.framework.batch import OpportunisticBatch, sign_pod
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
+    CODE_NAMES,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     ClusterEvent,
@@ -397,27 +398,34 @@ class Framework(Handle):
         finally:
             self._observe("PostFilter", final, start)
 
-    def run_pod_group_post_filter_plugins(self, pod_group: dict, members: list[PodInfo], evaluated: int) -> Status:
+    def run_pod_group_post_filter_plugins(self, pod_group: dict, members: list[PodInfo], evaluated: int,
+                                          simulate: Callable) -> tuple[dict[str, str], Status]:
         """Upstream RunPodGroupPostFilterPlugins over the PostFilter plugins that have a pod
-        group part (pod_group_post_filter); evaluated is how many members the cycle tried. A
-        plugin answers None for a case kubesched does not implement (preempting for a group),
-        and is then passed over."""
-        reasons: list[str] = []
-        rejector = ""
-        for plugin in self.post_filter_plugins:
-            if not hasattr(plugin, "pod_group_post_filter"):
-                continue
-            status = plugin.pod_group_post_filter(pod_group, members, evaluated)
-            if status is None:
-                continue
-            if status.is_success() or status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return status.with_plugin(plugin.name)
-            if status.code != Code.UNSCHEDULABLE:
-                return Status(Code.ERROR, f'error in "{plugin.name}" PodGroupPostFilter plugins: {status.message()}',
-                              plugin=plugin.name)
-            reasons += status.reasons
-            rejector = rejector or plugin.name
-        return Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+        group part (pod_group_post_filter): ({member uid: nominated node}, status). evaluated
+        is how many members the cycle tried; simulate places the group on the snapshot as it
+        stands (DefaultPreemption's what-if)."""
+        start = time.perf_counter()
+        final = Status(Code.UNSCHEDULABLE)
+        try:
+            reasons: list[str] = []
+            rejector = ""
+            for plugin in self.post_filter_plugins:
+                if not hasattr(plugin, "pod_group_post_filter"):
+                    continue
+                nominations, status = plugin.pod_group_post_filter(pod_group, members, evaluated, simulate)
+                if status.is_success() or status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    final = status.with_plugin(plugin.name)
+                    return nominations, final
+                if status.code != Code.UNSCHEDULABLE:
+                    final = Status(Code.ERROR, f'error in "{plugin.name}" PodGroupPostFilter plugins: '
+                                               f'{status.message()}', plugin=plugin.name)
+                    return {}, final
+                reasons += status.reasons
+                rejector = rejector or plugin.name
+            final = Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+            return {}, final
+        finally:
+            self._observe("PodGroupPostFilter", final, start)
 
     def run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status | None:
         start = time.perf_counter()
@@ -574,7 +582,7 @@ class Framework(Handle):
         """Remove a resolved waiting pod and give WaitOnPermit's result for it."""
         self.waiting_pods.remove(waiting.pod.uid)
         status = waiting.status() or Status(Code.ERROR, "waiting pod finished without a signal")
-        metrics.permit_wait_duration.labels(_CODE_NAMES[status.code]).observe(time.monotonic() - waiting.since)
+        metrics.permit_wait_duration.labels(CODE_NAMES[status.code]).observe(time.monotonic() - waiting.since)
         return permit_outcome(status)
 
     def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
@@ -622,7 +630,7 @@ class Framework(Handle):
         return bool(self.post_filter_plugins)
 
     def _observe(self, point: str, status: Status | None, start: float) -> None:
-        code = "Success" if status is None or status.is_success() else _CODE_NAMES[status.code]
+        code = "Success" if status is None or status.is_success() else CODE_NAMES[status.code]
         self.observe_duration(point, code, start)
 
     def observe_duration(self, point: str, code: str, start: float) -> None:
@@ -691,11 +699,6 @@ class ScoreError(RuntimeError):
 class FilterError(RuntimeError):
     """A filter plugin failed (an error rather than a rejection)."""
 
-
-# Upstream's Code.String() names, used as metric label values.
-_CODE_NAMES = {Code.SUCCESS: "Success", Code.ERROR: "Error", Code.UNSCHEDULABLE: "Unschedulable",
-               Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable", Code.WAIT: "Wait",
-               Code.SKIP: "Skip", Code.PENDING: "Pending"}
 
 
 def build_frameworks(profiles: list[Profile], registry: dict[str, type], **handle: Any) -> dict[str, Framework]:

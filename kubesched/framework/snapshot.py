@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from kubesched.framework.columns import NodeColumns
-from kubesched.framework.types import NodeInfo
+from kubesched.framework.types import NodeInfo, PodInfo
 
 
 class Snapshot:
@@ -59,6 +59,42 @@ class Snapshot:
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
+
+    # -- a fork to simulate in (upstream's MutableSnapshotSharedLister) ------------------------
+
+    def fork(self) -> "Snapshot":
+        """A snapshot holding the same NodeInfos, whose pods add_pod and remove_pod change
+        without touching this one (a preemption's what-if)."""
+        fork = Snapshot.__new__(Snapshot)
+        fork.node_set = self.node_set
+        fork.node_info_list = list(self.node_info_list)
+        fork.node_info_map = dict(self.node_info_map)
+        fork.have_pods_with_affinity_node_info_list = list(self.have_pods_with_affinity_node_info_list)
+        fork.have_pods_with_required_anti_affinity_node_info_list = list(
+            self.have_pods_with_required_anti_affinity_node_info_list)
+        fork._columns = None
+        return fork
+
+    def add_pod(self, pod: PodInfo, node_name: str) -> NodeInfo:
+        """Put pod on node_name; the node's NodeInfo is replaced by a changed clone, so that what
+        plugins remember of the old object (NodeMemos, columns) is not taken for the new."""
+        return self._change(node_name, lambda node: node.add_pod(pod))
+
+    def remove_pod(self, pod: PodInfo, node_name: str) -> NodeInfo:
+        """Take pod off node_name (a changed clone replaces the NodeInfo, as in add_pod)."""
+        return self._change(node_name, lambda node: node.remove_pod(pod))
+
+    def _change(self, node_name: str, change) -> NodeInfo:
+        old = self.node_info_map.get(node_name)
+        if old is None:
+            raise KeyError(f"node {node_name!r} is not in the snapshot")
+        node = old.clone()
+        change(node)
+        self.node_info_list[old.index] = self.node_info_map[node_name] = node
+        if old.pods_with_affinity or node.pods_with_affinity or \
+                old.pods_with_required_anti_affinity or node.pods_with_required_anti_affinity:
+            self.refresh_affinity_lists()
+        return node
 
     def num_nodes(self) -> int:
         return len(self.node_info_list)

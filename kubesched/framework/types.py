@@ -385,6 +385,15 @@ class PodInfo:
         self.unschedulable_plugins: set[str] = set()
         self.pending_plugins: set[str] = set()
 
+    def placed_on(self, node_name: str) -> "PodInfo":
+        """A PodInfo sharing this one's parsed fields, placed on node_name (what assuming a pod
+        does to its spec.nodeName)."""
+        copy = PodInfo.__new__(PodInfo)
+        for slot in PodInfo.__slots__:
+            setattr(copy, slot, getattr(self, slot))
+        copy.node_name = node_name
+        return copy
+
     def __repr__(self) -> str:
         return f"PodInfo({self.key})"
 
