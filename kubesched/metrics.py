@@ -23,6 +23,7 @@ _EXTENSION_BUCKETS = tuple(0.0001 * 2**i for i in range(12))
 SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
 ERROR = "error"
+WAITING_ON_PREEMPTION = "waiting_on_preemption"  # a pod group's attempt that preempted for it
 
 schedule_attempts = Counter(
     "scheduler_schedule_attempts_total",
@@ -160,8 +161,46 @@ podgroup_scheduling_algorithm_duration = Histogram(
     "scheduler_podgroup_scheduling_algorithm_duration_seconds", "Pod group scheduling algorithm latency in seconds",
     buckets=_LATENCY_BUCKETS, registry=None)
 
+# Workload-aware preemption (a PodGroup's PodGroupPostFilter): the preemptor label is "podgroup".
+_PREEMPTION_BUCKETS = tuple(0.001 * 2**i for i in range(16))
+_VICTIM_BUCKETS = tuple(float(2**i) for i in range(11))
+POD_GROUP_PREEMPTOR = "podgroup"
+
+workload_preemption_attempts = Counter(
+    "scheduler_workload_preemption_attempts_total",
+    "Total preemption attempts initiated by workload (including pod groups) in the cluster till now.",
+    ["result"], registry=None)
+
+workload_preemption_victims = Histogram(
+    "scheduler_workload_preemption_victims", "Number of pod preemption victims caused by workload preemption.",
+    buckets=_VICTIM_BUCKETS, registry=None)
+
+preemption_workload_disruptions = Histogram(
+    "scheduler_preemption_workload_disruptions",
+    "Number of workload preemption units being preempted. A single preemption unit can be all pods in a pod "
+    "group (in case of DisruptionMode=all), or a single pod (in case of DisruptionMode=single).",
+    ["preemptor"], buckets=_VICTIM_BUCKETS, registry=None)
+
+preemption_evaluation_duration = Histogram(
+    "scheduler_preemption_evaluation_duration_seconds",
+    "Duration in seconds for identifying the target preemption victims.",
+    ["preemptor", "result"], buckets=_PREEMPTION_BUCKETS, registry=None)
+
+preemption_execution_duration = Histogram(
+    "scheduler_preemption_execution_duration_seconds",
+    "Duration in seconds for preempting the target preemption victims. With async preemption enabled, "
+    "preemption execution does not block the scheduling of other pods.",
+    ["preemptor", "result"], buckets=_PREEMPTION_BUCKETS, registry=None)
+
+preemption_pdb_violations = Counter(
+    "scheduler_preemption_pdb_violations_total",
+    "Total number of pod disruption budget violations caused by preemption.",
+    ["preemptor"], registry=None)
+
 _GENERIC_WORKLOAD = (podgroup_schedule_attempts, podgroup_scheduling_attempt_duration,
-                     podgroup_scheduling_algorithm_duration)
+                     podgroup_scheduling_algorithm_duration, workload_preemption_attempts,
+                     workload_preemption_victims, preemption_workload_disruptions, preemption_evaluation_duration,
+                     preemption_execution_duration, preemption_pdb_violations)
 _generic_workload_registered = []
 
 

@@ -171,6 +171,7 @@ class SchedulingCycle:
     _attempt_metrics: dict[tuple[str, str], tuple[Any, Any]]
     current_pod: Callable[[PodInfo], dict | None]  # eventhandlers.EventHandlers.current_pod
     pod_groups: PodGroups | None = None  # with the GenericWorkload gate on
+    snapshot_pinned = False  # a PodGroupPostFilter simulating on a fork: the cache does not refresh it
 
     def schedule_one(self, pod: PodInfo) -> None:
         """Schedule one popped pod: the scheduling cycle here, the binding cycle on a worker."""
@@ -266,11 +267,22 @@ class SchedulingCycle:
         if group_status is not None and group_status.code == Code.WAIT:
             wrapped = True
             group_status = Status(Code.UNSCHEDULABLE, *group_status.reasons, plugin=group_status.plugin)
+        nominations: dict[str, str] = {}
+        waiting_on_preemption = False
+        if group_status is not None:
+            # Not placed: every assumption is undone before PodGroupPostFilter looks at the
+            # cluster (upstream's algorithm reverts its own when it returns).
+            for _pod, state, result, assumed, _status in reversed(results):
+                if assumed is not None:
+                    self.unreserve_and_forget(fwk, state, assumed, result.suggested_host)
         if group_status is not None and group_status.code == Code.UNSCHEDULABLE and pod_group is not None:
-            post_filter = fwk.run_pod_group_post_filter_plugins(pod_group, pods, len(results))
+            nominations, post_filter = self._run_pod_group_post_filter(fwk, pod_group, pods, len(results))
             if post_filter.code == Code.ERROR:
                 group_status = post_filter  # applyPodGroupPostFilterResult: an error replaces the group's status
             else:
+                # A success is a preemption made (or still going on) for the group: its members
+                # wait, nominated where the group was placed without the victims.
+                waiting_on_preemption = post_filter.is_success()
                 reasons = ([POD_GROUP_UNSCHEDULABLE] if wrapped else []) + group_status.reasons
                 if post_filter.reasons:
                     reasons.append(post_filter.message())
@@ -278,10 +290,10 @@ class SchedulingCycle:
         if group_status is None:
             self._submit_pod_group(fwk, results, start)
         else:
-            self._reject_pod_group(fwk, pods, results, group_status, start)
+            self._reject_pod_group(fwk, pods, results, group_status, start, nominations)
         self._update_pod_group_condition(pod_group, group_status)
-        result = metrics.SCHEDULED if group_status is None else \
-            metrics.UNSCHEDULABLE if group_status.is_rejected() else metrics.ERROR
+        result = metrics.SCHEDULED if group_status is None else metrics.WAITING_ON_PREEMPTION \
+            if waiting_on_preemption else metrics.UNSCHEDULABLE if group_status.is_rejected() else metrics.ERROR
         metrics.podgroup_schedule_attempts.labels(result, fwk.profile_name).inc()
         metrics.podgroup_scheduling_attempt_duration.labels(result, fwk.profile_name).observe(
             time.perf_counter() - start)
@@ -323,19 +335,18 @@ class SchedulingCycle:
             self.bind_pool.submit(self.binding_cycle, fwk, state, pod, assumed, result, start)
 
     def _reject_pod_group(self, fwk: Framework, pods: list[PodInfo], results: list, group_status: Status,
-                          start: float) -> None:
-        """The group cannot be placed: every assumption is undone, a placed member fails with the
-        group's message, one that found no place with its own (an error of the group's overrides
-        a member's rejection, as upstream's submitPodGroupAlgorithmResult); all of them return to
-        the queue as the group's attempt."""
-        for _pod, state, result, assumed, _status in reversed(results):
-            if assumed is not None:
-                self.unreserve_and_forget(fwk, state, assumed, result.suggested_host)
+                          start: float, nominations: dict[str, str]) -> None:
+        """The group was not placed (its assumptions already undone): a placed member fails with
+        the group's message, one that found no place with its own (an error of the group's
+        overrides a member's rejection, as upstream's submitPodGroupAlgorithmResult); all of
+        them return to the queue as the group's attempt, nominated where a preemption for the
+        group placed them (nominations), their nominations cleared otherwise."""
         evaluated = {pod.uid: status for pod, _state, _result, _assumed, status in results}
         for pod in pods:
             own = evaluated.get(pod.uid)
+            nominating = nominations.get(pod.uid, CLEAR_NOMINATION)
             if own is not None and (group_status.code == Code.ERROR) == (not own.is_rejected()):
-                self.handle_scheduling_failure(fwk, pod, own, CLEAR_NOMINATION, start, group=(len(pods), False))
+                self.handle_scheduling_failure(fwk, pod, own, nominating, start, group=(len(pods), False))
                 continue
             status = group_status
             if group_status.is_rejected():
@@ -343,7 +354,82 @@ class SchedulingCycle:
                 diagnosis.unschedulable_plugins = {"GangScheduling"}
                 status = Status(Code.UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE, group_status.message(),
                                 error=FitError(pod.key, self.snapshot.num_nodes(), diagnosis))
-            self.handle_scheduling_failure(fwk, pod, status, CLEAR_NOMINATION, start, group=(len(pods), False))
+            self.handle_scheduling_failure(fwk, pod, status, nominating, start, group=(len(pods), False))
+
+    def _run_pod_group_post_filter(self, fwk: Framework, pod_group: dict, pods: list[PodInfo],
+                                   evaluated: int) -> tuple[dict[str, str], Status]:
+        """PodGroupPostFilter on a fork of the snapshot (the mutations of upstream's
+        MutableSnapshotSharedLister), thrown away afterwards; the simulation it may run places
+        the group on the fork as its cycle does, without the cache (no OpportunisticBatching)."""
+        self.cache.update_snapshot(self.snapshot)  # without the group's undone assumptions
+        real, batch = self.snapshot, fwk.batch
+        fork = real.fork()
+        self.snapshot, self.snapshot_pinned, fwk.batch = fork, True, None
+        fwk.set_snapshot(fork)
+        try:
+            return fwk.run_pod_group_post_filter_plugins(pod_group, pods, evaluated,
+                                                         lambda: self._simulate_pod_group(fwk, pod_group, pods))
+        finally:
+            self.snapshot, self.snapshot_pinned, fwk.batch = real, False, batch
+            fwk.set_snapshot(real)
+
+    def _simulate_pod_group(self, fwk: Framework, pod_group: dict,
+                            pods: list[PodInfo]) -> tuple[list[tuple[PodInfo, str, CycleState]], Status | None]:
+        """The group's placement on the snapshot as it stands (podGroupSchedulingFunc): each
+        member placed, put on its node in the snapshot and reserved in turn, PlacementFeasible
+        judging after each; everything undone before it returns. ([(member, node, its cycle
+        state)], None when the group is feasible, or why not)."""
+        gang = fwk.plugins.get("GangScheduling")
+        namespace, name = pods[0].namespace, pods[0].pod_group
+        remaining = self.pod_groups.unscheduled_pods_count(namespace, name)
+        scheduled = self.pod_groups.scheduled_pods_count(namespace, name)
+
+        def feasible() -> Status | None:
+            return gang.placement_feasible(pod_group, remaining, scheduled) if gang is not None else None
+
+        placed: list[tuple[PodInfo, PodInfo, str, CycleState]] = []  # (member, assumed, node, state)
+        status = feasible()
+        if status is not None and status.code == Code.UNSCHEDULABLE:
+            return [], Status(Code.UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE, *status.reasons, plugin=status.plugin)
+        try:
+            for pod in pods:
+                state = CycleState()
+                host = ""
+                try:
+                    host = self.schedule_pod(fwk, state, pod).suggested_host
+                except FitError:
+                    pass
+                except Exception as err:  # noqa: BLE001 - as the cycle: the group fails with an error
+                    return [], Status(Code.ERROR, f"failed to schedule other pod from a pod group: {err}",
+                                      error=err)
+                if host:
+                    assumed = pod.placed_on(host)
+                    self.snapshot.add_pod(assumed, host)
+                    self.nominator.delete_nominated_pod_if_exists(pod)
+                    reserve = fwk.run_reserve_plugins_reserve(state, assumed, host)
+                    if reserve is not None:
+                        fwk.run_reserve_plugins_unreserve(state, assumed, host)
+                        self.snapshot.remove_pod(assumed, host)
+                        if not reserve.is_rejected():
+                            return [], Status(Code.ERROR, "failed to schedule other pod from a pod group: "
+                                                          f"{reserve.message()}")
+                        host = ""
+                    else:
+                        placed.append((pod, assumed, host, state))
+                remaining -= 1
+                scheduled += bool(host)
+                status = feasible()
+                if status is not None and status.code == Code.UNSCHEDULABLE:
+                    break
+            if status is not None and status.code == Code.WAIT:
+                status = Status(Code.UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE, *status.reasons, plugin=status.plugin)
+            elif status is None and not placed:
+                status = Status(Code.UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE)
+            return [(pod, host, state) for pod, _assumed, host, state in placed], status
+        finally:
+            for _pod, assumed, host, state in reversed(placed):
+                fwk.run_reserve_plugins_unreserve(state, assumed, host)
+                self.snapshot.remove_pod(assumed, host)
 
     def _validate_pod_group(self, pods: list[PodInfo], pod_group: dict | None) -> str:
         """Upstream's validatePodGroup: the queued pods, then the group's bound and assumed ones,
@@ -489,7 +575,8 @@ class SchedulingCycle:
 
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult:
         """Filter, score and select a node for pod (upstream schedulePod). Raises FitError."""
-        self.cache.update_snapshot(self.snapshot)
+        if not self.snapshot_pinned:
+            self.cache.update_snapshot(self.snapshot)
         if self.snapshot.num_nodes() == 0:
             raise NoNodesAvailable()
         feasible, diagnosis, hint, signature = self.find_nodes_that_fit_pod(fwk, state, pod)

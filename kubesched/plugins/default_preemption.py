@@ -17,6 +17,13 @@ groups:
    nominated to that node lose their nomination; PostFilter returns the node, which the
    framework writes to the pod's status.nominatedNodeName.
 
+For a PodGroup (PodGroupPostFilter, GenericWorkload; upstream's PodGroupEvaluator in
+framework/preemption/podgrouppreemption.go) the domain is the whole cluster: a victim is a pod,
+or every placed pod of a group whose disruptionMode is All; all victims of lower priority are
+taken off a fork of the snapshot, the group is placed there as its cycle places it, and the
+victims are given back, most important first, while every placed member still passes its
+filters. What is left is evicted; the members are nominated where the group was placed.
+
 Victims are evicted before PostFilter returns (upstream's behaviour without
 SchedulerAsyncPreemption), so the pod is never retried against a node whose victims
 are still being chosen.
@@ -28,13 +35,13 @@ import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from kubesched import metrics
 from kubesched.api.selectors import SelectorError, label_selector
 from kubesched.framework.fit_error import Diagnosis, FitError, NodeToStatus
 from kubesched.framework.handle import Handle
-from kubesched.framework.interface import Code, PluginArgsError, Status, is_success
+from kubesched.framework.interface import CODE_NAMES, Code, PluginArgsError, Status, is_success
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
 
@@ -60,11 +67,6 @@ def _start_ts(pod: PodInfo, now: float) -> float:
     return pod.start_ts or now
 
 
-def more_important_key(now: float) -> Callable[[PodInfo], tuple]:
-    """Sort key for MoreImportantVictim: higher priority first, then the earlier started."""
-    return lambda p: (-p.priority, _start_ts(p, now))
-
-
 def terminating_by_preemption(pod: PodInfo) -> bool:
     if not pod.deleting:
         return False
@@ -74,8 +76,9 @@ def terminating_by_preemption(pod: PodInfo) -> bool:
     return False
 
 
-def filter_victims_with_pdb_violation(victims: list[PodInfo], pdbs: list[dict]) -> tuple[list[PodInfo], list[PodInfo]]:
-    """FilterVictimsWithPDBViolation: (violating, non-violating), each in the given order."""
+def pdb_violation_check(pdbs: list[dict]) -> Callable[[PodInfo], bool]:
+    """Whether evicting a pod violates a PodDisruptionBudget, asked pod by pod: each matching
+    budget is drawn down as pods are asked about (FilterVictimsWithPDBViolation's podIsViolating)."""
     allowed = [((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
     selectors = []
     for pdb in pdbs:
@@ -101,10 +104,7 @@ def filter_victims_with_pdb_violation(victims: list[PodInfo], pdbs: list[dict]) 
                 return True
         return False
 
-    violating_victims, non_violating = [], []
-    for v in victims:
-        (violating_victims if violating(v) else non_violating).append(v)
-    return violating_victims, non_violating
+    return violating
 
 
 class Candidate:
@@ -153,6 +153,80 @@ def _now_rfc3339() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+POD = "pod"
+POD_GROUP = "podgroup"
+# The candidate of a pod group's preemption is the whole cluster, named so in events and logs.
+CLUSTER_CANDIDATE = "cluster"
+
+
+class Preemptor(NamedTuple):
+    """Who preempts, as the executor names it: a pod, or a PodGroup (by the group's UID)."""
+    kind: str
+    uid: str
+    scheduler_name: str
+
+    @classmethod
+    def of_pod(cls, pod: PodInfo) -> "Preemptor":
+        return cls(POD, pod.uid, pod.scheduler_name)
+
+    @classmethod
+    def of_pod_group(cls, pod_group: dict, members: list[PodInfo]) -> "Preemptor":
+        return cls(POD_GROUP, (pod_group.get("metadata") or {}).get("uid", ""),
+                   members[0].scheduler_name if members else "")
+
+
+class Victim:
+    """A preemption unit (upstream's Victim): one pod, or every placed pod of a PodGroup whose
+    disruptionMode is All, evicted together. kind is "podgroup" for any pod of a group, as
+    upstream counts a group's disruptions."""
+
+    __slots__ = ("pods", "priority", "kind", "earliest_start")
+
+    def __init__(self, pods: list[PodInfo], priority: int, kind: str, now: float):
+        self.pods = pods
+        self.priority = priority
+        self.kind = kind
+        self.earliest_start = min(_start_ts(pod, now) for pod in pods)
+
+    def importance(self) -> tuple:
+        """Sort key, most important first (MoreImportantVictim): higher priority; a group
+        before a pod; the larger group; the earlier start."""
+        return -self.priority, -(2 if self.kind == POD_GROUP else 1), -len(self.pods), self.earliest_start
+
+    def __repr__(self) -> str:
+        return f"Victim({self.kind}, {[p.key for p in self.pods]}, priority={self.priority})"
+
+
+def filter_victims_with_pdb_violation(victims: list[Victim], pdbs: list[dict]
+                                      ) -> tuple[list[tuple[Victim, int]], list[Victim]]:
+    """FilterVictimsWithPDBViolation: (violating [(victim, its violating pods)], the others),
+    each in the given order. One pod whose eviction violates a budget makes its whole victim
+    violating (a group is never split)."""
+    violating = pdb_violation_check(pdbs)
+    violating_victims, non_violating = [], []
+    for victim in victims:
+        count = sum(1 for pod in victim.pods if violating(pod))
+        if count:
+            violating_victims.append((victim, count))
+        else:
+            non_violating.append(victim)
+    return violating_victims, non_violating
+
+
+class PreemptionError(Exception):
+    """A plugin failed while victims were taken away or given back."""
+
+
+def check(status: Status | None) -> None:
+    if not is_success(status):
+        raise PreemptionError(status.message())
+
+
+# What the pod group cycle runs on the snapshot as it stands: the group placed as in its cycle,
+# every assumption undone afterwards: ([(member, node, its cycle state)], None or why not).
+PodGroupSimulation = Callable[[], "tuple[list[tuple[PodInfo, str, Any]], Status | None]"]
+
+
 class DefaultPreemption:
     name = "DefaultPreemption"
     INFORMERS = ("poddisruptionbudgets",)
@@ -176,30 +250,193 @@ class DefaultPreemption:
         self.random_offset: Callable[[int], int] = random.randrange
         self.clock: Callable[[], float] = time.time
 
-    # --- PostFilter ------------------------------------------------------------------
+    # --- PodGroupPostFilter (GenericWorkload; upstream's PodGroupEvaluator) ---------------
 
-    def pod_group_post_filter(self, pod_group: dict, members: list[PodInfo], evaluated: int) -> Status | None:
-        """The part of upstream's PodGroupPostFilter (PodGroupEvaluator.Preempt, GenericWorkload)
-        that kubesched has: a group that may not preempt, and a cluster with no pod of lower
-        priority than the group, get upstream's status. None when victims exist: kubesched does
-        not preempt for a whole group yet, and the group waits as it is."""
-        if any(pod.preemption_policy == "Never" for pod in members):  # without PodGroupPreemptionPolicy
-            return Status(Code.UNSCHEDULABLE, "pod group preemption: not eligible due to preemptionPolicy=Never.")
+    def pod_group_post_filter(self, pod_group: dict, members: list[PodInfo], evaluated: int,
+                              simulate: PodGroupSimulation) -> tuple[dict[str, str], Status]:
+        """Preemption for a whole PodGroup, over the whole cluster: ({member uid: nominated
+        node}, status). The snapshot handle.snapshot() gives is a fork the caller throws away
+        afterwards (MutableSnapshotSharedLister's StartMutations/EndMutations)."""
+        nominations, status = self.preempt_pod_group(pod_group, members, simulate)
+        metrics.workload_preemption_attempts.labels(CODE_NAMES[status.code]).inc()
+        if status.message():
+            status = Status(status.code, "pod group preemption: " + status.message(), error=status.error)
+        return nominations, status
+
+    def preempt_pod_group(self, pod_group: dict, members: list[PodInfo],
+                          simulate: PodGroupSimulation) -> tuple[dict[str, str], Status]:
+        """PodGroupEvaluator.Preempt."""
         priority = (pod_group.get("spec") or {}).get("priority") or 0
-        for node in self.handle.snapshot().node_info_list:
-            for pod in node.pods.values():
-                if self._victim_priority(pod) < priority:
-                    return None
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                      "pod group preemption: No preemption victims found for incoming preemptor")
+        # Without PodGroupPreemptionPolicy (kubesched does not honour that gate) one member
+        # with preemptionPolicy Never keeps the whole group from preempting.
+        if any(pod.preemption_policy == "Never" for pod in members):
+            return {}, Status(Code.UNSCHEDULABLE, NOT_ELIGIBLE_NEVER)
+        snapshot = self.handle.snapshot()
+        if self.is_ongoing_pod_group_preemption(members, priority, snapshot):
+            return {pod.uid: pod.nominated_node_name for pod in members}, \
+                Status(Code.SUCCESS, "ongoing preemption on nominated nodes")
+        start = time.perf_counter()
+        result, status = self.select_pod_group_victims(priority, snapshot, simulate)
+        metrics.preemption_evaluation_duration.labels(metrics.POD_GROUP_PREEMPTOR, CODE_NAMES[status.code]).observe(
+            time.perf_counter() - start)
+        if not status.is_success():
+            return {}, status
+        nominations, victims, pdb_violations = result
+        pods = [pod for victim in victims for pod in victim.pods]
+        try:
+            self.evict_pod_group_victims(Preemptor.of_pod_group(pod_group, members), victims, pdb_violations)
+        except Exception as err:  # any API failure: report it, nominate nothing
+            return {}, Status.as_error(err)
+        return nominations, Status(Code.SUCCESS, f"found a placement for podgroup, preempting {len(pods)} victims")
 
-    def _victim_priority(self, pod: PodInfo) -> int:
+    def is_ongoing_pod_group_preemption(self, members: list[PodInfo], priority: int, snapshot) -> bool:
+        """isOngoingPreemption: a member's nominated node still has a pod of lower priority
+        that is terminating because of a preemption."""
+        for node_name in {pod.nominated_node_name for pod in members if pod.nominated_node_name}:
+            node = snapshot.get(node_name)
+            if node is not None and any(self.victim_priority(p) < priority and terminating_by_preemption(p)
+                                        for p in node.pods.values()):
+                return True
+        return False
+
+    def victim_priority(self, pod: PodInfo) -> int:
         """GetPodPriority: a pod of a PodGroup the scheduler knows has its group's priority."""
+        group = self._pod_group_of(pod)
+        return pod.priority if group is None else (group.get("spec") or {}).get("priority") or 0
+
+    def _pod_group_of(self, pod: PodInfo) -> dict | None:
         pod_groups = self.handle.pod_groups
         if not pod.pod_group or pod_groups is None:
-            return pod.priority
-        group = pod_groups.pod_group(pod.namespace, pod.pod_group)
-        return pod.priority if group is None else (group.get("spec") or {}).get("priority") or 0
+            return None
+        return pod_groups.pod_group(pod.namespace, pod.pod_group)
+
+    def cross_node_victims(self, snapshot, nodes: list[NodeInfo]) -> list[Victim]:
+        """getCrossNodesVictims over nodes: every pod on them is a victim of its own, except the
+        pods of a PodGroup whose disruptionMode is All, which are one victim together with the
+        group's pods wherever they run. A pod of a group has the group's priority."""
+        now = self.clock()
+        seen: set[str] = set()
+        victims: list[Victim] = []
+        for node in nodes:
+            for pod in node.pods.values():
+                group = self._pod_group_of(pod)
+                kind = POD_GROUP if pod.pod_group else POD
+                if group is None or ((group.get("spec") or {}).get("disruptionMode") or {}).get("all") is None:
+                    if pod.uid not in seen:
+                        seen.add(pod.uid)
+                        victims.append(Victim([pod], self.victim_priority(pod), kind, now))
+                    continue
+                key = f"{pod.namespace}/{pod.pod_group}"
+                if key not in seen:
+                    seen.add(key)
+                    pods = self._placed_pods_of_group(snapshot, pod)
+                    victims.append(Victim(pods or [pod], self.victim_priority(pod), POD_GROUP, now))
+        return victims
+
+    def _placed_pods_of_group(self, snapshot, pod: PodInfo) -> list[PodInfo]:
+        """The snapshot's PodInfos of the bound and assumed pods of pod's group (ScheduledPods)."""
+        pods = []
+        for raw in self.handle.pod_groups.scheduled_pods(pod.namespace, pod.pod_group):
+            uid = (raw.get("metadata") or {}).get("uid") or ""
+            node_name = (raw.get("spec") or {}).get("nodeName") or ""
+            nodes = [snapshot.get(node_name)] if node_name else snapshot.node_info_list  # assumed: search
+            found = next((n.pods[uid] for n in nodes if n is not None and uid in n.pods), None)
+            if found is not None:
+                pods.append(found)
+        return pods
+
+    def select_pod_group_victims(self, priority: int, snapshot, simulate: PodGroupSimulation
+                                 ) -> tuple[tuple | None, Status]:
+        """selectVictimsOnDomain over the whole cluster: remove every victim of lower priority,
+        place the group on what is left, then give back as many victims as still leave the
+        placement feasible, the most important first and those a PodDisruptionBudget protects
+        before the others. ((nominations, victims, PDB violations), status)."""
+        try:
+            return self._select_pod_group_victims(priority, snapshot, simulate)
+        except PreemptionError as err:
+            return None, Status(Code.ERROR, str(err), error=err)
+
+    def _select_pod_group_victims(self, priority: int, snapshot, simulate: PodGroupSimulation
+                                  ) -> tuple[tuple | None, Status]:
+        handle = self.handle
+        potential = [v for v in self.cross_node_victims(snapshot, snapshot.node_info_list) if v.priority < priority]
+        if not potential:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "No preemption victims found for incoming preemptor")
+        for victim in potential:
+            for pod in victim.pods:
+                snapshot.remove_pod(pod, pod.node_name)
+        assignments, status = simulate()
+        if status is not None:
+            return None, status
+        potential.sort(key=Victim.importance)
+        violating, non_violating = filter_victims_with_pdb_violation(potential, handle.informers.list(
+            "poddisruptionbudgets"))
+
+        def reprieve(victim: Victim) -> bool:
+            """Give victim back; keep it when every placed member still passes its filters."""
+            for pod in victim.pods:
+                node = snapshot.add_pod(pod, pod.node_name)
+                for member, _node_name, state in assignments:
+                    check(handle.run_pre_filter_extension_add_pod(state, member, pod, node))
+            reserved: list[tuple[PodInfo, str, Any]] = []
+            fits = True
+            try:
+                for member, node_name, state in assignments:
+                    if not is_success(handle.run_filter_plugins_with_nominated_pods(state, member,
+                                                                                    snapshot.get(node_name))):
+                        fits = False
+                        break
+                    # As if the member were assumed and reserved there, for the members after it.
+                    placed_member = member.placed_on(node_name)
+                    snapshot.add_pod(placed_member, node_name)
+                    handle.run_reserve_plugins_reserve(state, placed_member, node_name)
+                    reserved.append((placed_member, node_name, state))
+            finally:
+                for placed_member, node_name, state in reversed(reserved):
+                    handle.run_reserve_plugins_unreserve(state, placed_member, node_name)
+                    snapshot.remove_pod(placed_member, node_name)
+            if not fits:
+                for pod in victim.pods:
+                    node = snapshot.remove_pod(pod, pod.node_name)
+                    for member, _node_name, state in assignments:
+                        check(handle.run_pre_filter_extension_remove_pod(state, member, pod, node))
+            return fits
+
+        to_preempt: list[Victim] = []
+        pdb_violations = 0
+        for victim, count in violating:
+            if not reprieve(victim):
+                to_preempt.append(victim)
+                pdb_violations += count
+        for victim in non_violating:
+            if not reprieve(victim):
+                to_preempt.append(victim)
+        to_preempt.sort(key=Victim.importance)
+        nominations = {member.uid: node_name for member, node_name, _state in assignments}
+        return (nominations, to_preempt, pdb_violations), Status()
+
+    def evict_pod_group_victims(self, preemptor: Preemptor, victims: list[Victim], pdb_violations: int) -> None:
+        """Executor.prepareCandidate for a pod group (the candidate is the cluster, named
+        "cluster"): the victims' metrics, then each victim condition-marked and deleted."""
+        pods = [pod for victim in victims for pod in victim.pods]
+        metrics.workload_preemption_victims.observe(len(pods))
+        disruptions = sum(1 for victim in victims if victim.kind == POD_GROUP)
+        if disruptions:
+            metrics.preemption_workload_disruptions.labels(metrics.POD_GROUP_PREEMPTOR).observe(disruptions)
+        if pdb_violations:
+            metrics.preemption_pdb_violations.labels(metrics.POD_GROUP_PREEMPTOR).inc(pdb_violations)
+        start = time.perf_counter()
+        result = "success"
+        try:
+            self.evict(CLUSTER_CANDIDATE, preemptor, [pod for pod in pods if not pod.deleting])
+        except Exception:
+            result = "error"
+            raise
+        finally:
+            metrics.preemption_execution_duration.labels(metrics.POD_GROUP_PREEMPTOR, result).observe(
+                time.perf_counter() - start)
+
+    # --- PostFilter ------------------------------------------------------------------
 
     def post_filter(self, state, pod: PodInfo, filtered_node_status_map: dict[str, Status]) -> tuple[str | None, Status]:
         nominated, status = self.preempt(state, pod, filtered_node_status_map)
@@ -297,7 +534,7 @@ class DefaultPreemption:
         for i in range(len(potential)):
             node = potential[(offset + i) % len(potential)]
             victims, num_violations, status = self.select_victims_on_node(
-                state.clone(), pod, node.clone(), list(node.pods.values()), pdbs)
+                state.clone(), pod, node.clone(), self.node_victims(node), pdbs)
             if is_success(status) and victims:
                 (non_violating if num_violations == 0 else violating).append(
                     Candidate(node.name, victims, num_violations))
@@ -311,60 +548,67 @@ class DefaultPreemption:
             node_statuses[node.name] = status
         return non_violating + violating, node_statuses, errors
 
-    def select_victims_on_node(self, state, pod: PodInfo, node_info: NodeInfo, possible_victims: list[PodInfo],
+    def node_victims(self, node: NodeInfo) -> list[Victim]:
+        """GetVictimsOnNode: each pod on the node with its own priority; with GenericWorkload,
+        a pod of a group has its group's priority, and the pods of a group whose disruptionMode
+        is All are one victim with the group's pods on other nodes."""
+        if self.handle.pod_groups is None:
+            now = self.clock()
+            return [Victim([pod], pod.priority, POD, now) for pod in node.pods.values()]
+        return self.cross_node_victims(self.handle.snapshot(), [node])
+
+    def select_victims_on_node(self, state, pod: PodInfo, node_info: NodeInfo, possible_victims: list[Victim],
                                pdbs: list[dict]) -> tuple[list[PodInfo], int, Status | None]:
-        """SelectVictimsOnNode, on a copy of the node: (victims, PDB violations, status)."""
+        """SelectVictimsOnNode, on a copy of the node: (victim pods, PDB violations, status). A
+        group's pods on other nodes leave and return through the PreFilter extensions only,
+        with their own nodes as the snapshot has them (upstream mutates only the main node)."""
         handle = self.handle
+        main = node_info.name
 
-        def remove(victim: PodInfo) -> Status | None:
-            node_info.remove_pod(victim)
-            return handle.run_pre_filter_extension_remove_pod(state, pod, victim, node_info)
+        def node_of(victim_pod: PodInfo) -> NodeInfo:
+            return node_info if victim_pod.node_name == main else handle.snapshot().get(victim_pod.node_name)
 
-        def add(victim: PodInfo) -> Status | None:
-            node_info.add_pod(victim)
-            return handle.run_pre_filter_extension_add_pod(state, pod, victim, node_info)
+        def remove(victim: Victim) -> None:
+            for victim_pod in victim.pods:
+                if victim_pod.node_name == main:
+                    node_info.remove_pod(victim_pod)
+                check(handle.run_pre_filter_extension_remove_pod(state, pod, victim_pod, node_of(victim_pod)))
+
+        def add(victim: Victim) -> None:
+            for victim_pod in victim.pods:
+                if victim_pod.node_name == main:
+                    node_info.add_pod(victim_pod)
+                check(handle.run_pre_filter_extension_add_pod(state, pod, victim_pod, node_of(victim_pod)))
 
         potential = [v for v in possible_victims if v.priority < pod.priority]
         if not potential:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
-        for v in potential:
-            status = remove(v)
+        victims: list[Victim] = []
+
+        def reprieve(v: Victim) -> bool:
+            add(v)
+            if is_success(handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)):
+                return True
+            remove(v)
+            victims.append(v)
+            return False
+
+        try:
+            for v in potential:
+                remove(v)
+            status = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)
             if not is_success(status):
                 return [], 0, status
-        status = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)
-        if not is_success(status):
-            return [], 0, status
-        key = more_important_key(self.clock())
-        potential.sort(key=key)
-        violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
-        victims: list[PodInfo] = []
-
-        def reprieve(v: PodInfo) -> tuple[bool, Status | None]:
-            status = add(v)
-            if not is_success(status):
-                return False, status
-            if is_success(handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)):
-                return True, None
-            status = remove(v)
-            if not is_success(status):
-                return False, status
-            victims.append(v)
-            return False, None
-
-        num_violating = 0
-        for v in violating:
-            fits, err = reprieve(v)
-            if err is not None:
-                return [], 0, err
-            if not fits:
-                num_violating += 1
-        for v in non_violating:
-            _unused, err = reprieve(v)
-            if err is not None:
-                return [], 0, err
+            potential.sort(key=Victim.importance)
+            violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
+            num_violating = sum(count for v, count in violating if not reprieve(v))
+            for v in non_violating:
+                reprieve(v)
+        except PreemptionError as err:
+            return [], 0, Status(Code.ERROR, str(err), error=err)
         if violating and non_violating:
-            victims.sort(key=key)
-        return victims, num_violating, None
+            victims.sort(key=Victim.importance)
+        return [victim_pod for v in victims for victim_pod in v.pods], num_violating, None
 
     # --- eviction ----------------------------------------------------------------------
 
@@ -374,25 +618,28 @@ class DefaultPreemption:
         The pod itself is nominated by the framework from PostFilter's result, which sets
         status.nominatedNodeName and the nominator entry (upstream's handleSchedulingFailure).
         """
-        victims = [v for v in candidate.victims if not v.deleting]
-        workers = max(1, min(len(victims), self.handle.parallelism))
-        if victims:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                for future in [pool.submit(self.preempt_pod, candidate.name, pod, v) for v in victims]:
-                    future.result()
+        self.evict(candidate.name, Preemptor.of_pod(pod), [v for v in candidate.victims if not v.deleting])
         client, nominator = self.handle.client, self.handle.nominator
         for other in nominator.nominated_pods_for_node(candidate.name):
             if other.priority < pod.priority and other.uid != pod.uid:
                 client.patch_pod_status(other.namespace, other.name, {"status": {"nominatedNodeName": None}})
                 nominator.delete_nominated_pod_if_exists(other)
 
-    def preempt_pod(self, node_name: str, preemptor: PodInfo, victim: PodInfo) -> None:
+    def evict(self, node_name: str, preemptor: "Preemptor", victims: list[PodInfo]) -> None:
+        """Preempt the victims side by side; the first failure is raised."""
+        if not victims:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, min(len(victims), self.handle.parallelism))) as pool:
+            for future in [pool.submit(self.preempt_pod, node_name, preemptor, v) for v in victims]:
+                future.result()
+
+    def preempt_pod(self, node_name: str, preemptor: "Preemptor", victim: PodInfo) -> None:
         """Executor.PreemptPod for a victim not held in scheduler memory: condition, delete, event."""
         condition = {
             "type": DISRUPTION_TARGET,
             "status": "True",
             "reason": PREEMPTION_BY_SCHEDULER,
-            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority {preemptor.kind}",
             "lastTransitionTime": _now_rfc3339(),
         }
         generation = (victim.raw.get("metadata") or {}).get("generation")
@@ -403,7 +650,8 @@ class DefaultPreemption:
         if waiting is not None and waiting.preempt(self.name, "preempted"):
             # A pod waiting on Permit is only assumed: it goes back to the queue, nothing to delete.
             recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
-                            f"Preempted by pod {preemptor.uid} on node {node_name} (in kube-scheduler memory).")
+                            f"Preempted by {preemptor.kind} {preemptor.uid} on node {node_name} "
+                            f"(in kube-scheduler memory).")
             return
         try:
             if not self._has_condition(victim, condition):
@@ -414,7 +662,7 @@ class DefaultPreemption:
                 return
             raise
         recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
-                        f"Preempted by pod {preemptor.uid} on node {node_name}")
+                        f"Preempted by {preemptor.kind} {preemptor.uid} on node {node_name}")
 
     @staticmethod
     def _has_condition(pod: PodInfo, condition: dict) -> bool:

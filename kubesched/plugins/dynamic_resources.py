@@ -24,7 +24,7 @@ import json
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from kubesched import klog
 from kubesched.api.node_affinity import NodeSelector
@@ -434,14 +434,15 @@ class DynamicResources:
 
     # --- PostFilter ----------------------------------------------------------------------------------
 
-    def pod_group_post_filter(self, pod_group: dict, members: list[PodInfo], evaluated: int) -> Status | None:
+    def pod_group_post_filter(self, pod_group: dict, members: list[PodInfo], evaluated: int,
+                              simulate: Callable) -> tuple[dict[str, str], Status]:
         """Upstream's PodGroupPostFilter as far as kubesched has it: before any member of the
         cycle ran PreFilter the group's DRA state is missing ("not found", an error upstream
         too); after, the claims' clean-up is reported done. kubesched does not deallocate the
         claims of a group's members here (a pod of no group gets post_filter)."""
         if not evaluated:
-            return Status(Code.ERROR, "not found")
-        return Status(Code.UNSCHEDULABLE, "deallocation and deletion of ResourceClaims completed")
+            return {}, Status(Code.ERROR, "not found")
+        return {}, Status(Code.UNSCHEDULABLE, "deallocation and deletion of ResourceClaims completed")
 
     def post_filter(self, state, pod: PodInfo, statuses: dict) -> tuple[str | None, Status]:
         s: _State | None = state.get(STATE_KEY)

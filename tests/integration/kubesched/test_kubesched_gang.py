@@ -109,10 +109,29 @@ class Gang:
         return self.make_nodes(count, cpu="1", zones=0, labels={RUN_LABEL: self.run},
                                prefix=f"g{self.run}-{uuid.uuid4().hex[:3]}-")
 
-    def pod_group(self, min_count: int) -> None:
-        self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": self.group},
-            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}})
+    def pod_group(self, min_count: int, priority_class: str = "", disruption_mode: str = "") -> dict:
+        spec: dict = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        if disruption_mode:
+            spec["disruptionMode"] = {disruption_mode: {}}
+        return self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, {
+            "apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": self.group}, "spec": spec})
+
+    def gone(self, name: str) -> bool:
+        """Deleted, or being deleted."""
+        try:
+            return bool(self.read(name)["metadata"].get("deletionTimestamp"))
+        except ApiException as err:
+            if err.status == 404:
+                return True
+            raise
+
+    def preempted_events(self, names: list[str], preemptor_uid: str) -> list[str]:
+        """The Preempted events of the named pods, the preemptor's UID written UID."""
+        events = self.core_v1.list_namespaced_event(self.namespace, field_selector="reason=Preempted")
+        return sorted((e.message or e.note or "").replace(preemptor_uid, "UID") for e in events.items
+                      if e.involved_object.name in names)
 
     def pod(self, name: str, cpu: str = "600m", member: bool = True, claim: str = "", priority_class: str = "") -> str:
         spec = {"schedulerName": self.scheduler, "nodeSelector": {RUN_LABEL: self.run},
@@ -397,3 +416,82 @@ def test_a_gang_whose_members_claim_devices_allocates_none_until_all_fit(
     assert outcomes["kubesched"] == outcomes["kube-scheduler"]
     assert outcomes["kubesched"]["bound with one device"] == [] and outcomes["kubesched"]["allocated with one device"] == []
     assert outcomes["kubesched"]["nodes with two"] == ["a", "b"]
+
+
+@pytest.fixture
+def priority_classes(api_client):
+    """(low, high): two PriorityClasses, 10 and 100, removed afterwards."""
+    scheduling = client.SchedulingV1Api(api_client)
+    names = (f"gang-low-{uuid.uuid4().hex[:6]}", f"gang-high-{uuid.uuid4().hex[:6]}")
+    for name, value in zip(names, (10, 100)):
+        scheduling.create_priority_class(client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value))
+    yield names
+    for name in names:
+        scheduling.delete_priority_class(name)
+
+
+def test_a_gang_of_higher_priority_preempts_the_fewest_pods_it_needs(
+        gang_scheduler, nodes, core_v1, api_client, namespace, priority_classes):
+    """PodGroupPostFilter (workload-aware preemption): three nodes full of pods of lower
+    priority, a gang of two that needs two whole nodes. Both schedulers evict two pods, leave
+    the third, and bind the gang where the victims were."""
+    low, high = priority_classes
+    outcomes = {}
+    for kind in SCHEDULERS:
+        gang = Gang(kind, gang_scheduler(kind), core_v1, api_client, namespace, nodes)
+        gang.nodes(3)
+        victims = [gang.pod(f"low{i}", member=False, priority_class=low) for i in range(3)]
+        wait_for(lambda g=gang, vs=victims: all(g.node_of(v) for v in vs), 60, what=f"{kind}: the low pods bound")
+        where = {v: gang.node_of(v) for v in victims}
+        group = gang.pod_group(2, priority_class=high)
+        members = [gang.pod(f"w{i}", priority_class=high) for i in range(2)]
+        wait_for(lambda g=gang, ms=members: all(g.node_of(m) for m in ms), 90, what=f"{kind}: both members bound")
+        evicted = [v for v in victims if gang.gone(v)]
+        events = wait_for(lambda g=gang, ev=evicted, uid=group["metadata"]["uid"]:
+                          len(g.preempted_events(ev, uid)) >= len(ev) and g.preempted_events(ev, uid), 30,
+                          what=f"{kind}: the Preempted events")
+        outcomes[kind] = {
+            "victims": len(evicted),
+            "members on the victims' nodes": sorted(gang.node_of(m) for m in members) == sorted(where[v] for v in evicted),
+            "events": events,
+            "condition": (gang.group_condition() or ("",))[:2],
+        }
+    print(json.dumps(outcomes, indent=1))
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"]
+    assert outcomes["kubesched"]["victims"] == 2 and outcomes["kubesched"]["members on the victims' nodes"]
+    assert outcomes["kubesched"]["events"] == ["Preempted by podgroup UID on node cluster"] * 2
+
+
+def test_a_victim_group_whose_disruption_mode_is_all_is_preempted_whole(
+        gang_scheduler, nodes, core_v1, api_client, namespace, priority_classes):
+    """Two nodes run a low-priority gang with disruptionMode All, the third a pod of high
+    priority; one high-priority pod needs one node, as a group of one (PodGroupPostFilter) or
+    as a pod of no group (PostFilter). Upstream evicts the whole low gang, both pods, either
+    way, and so must kubesched; with the default (Single) mode both evict one pod."""
+    low, high = priority_classes
+    outcomes: dict = {}
+    for mode in ("all", ""):
+        for preemptor_kind in ("group", "pod"):
+            for kind in SCHEDULERS:
+                batch = Gang(kind, gang_scheduler(kind), core_v1, api_client, namespace, nodes)
+                batch.nodes(3)
+                batch.pod_group(2, priority_class=low, disruption_mode=mode)
+                victims = [batch.pod(f"b{i}", priority_class=low) for i in range(2)]
+                wait_for(lambda g=batch, vs=victims: all(g.node_of(v) for v in vs), 60,
+                         what=f"{kind}: the low gang bound")
+                same = batch.pod("same", member=False, priority_class=high)
+                wait_for(lambda g=batch, p=same: g.node_of(p), 60, what=f"{kind}: the high pod bound")
+                preemptor = Gang(kind, batch.scheduler, core_v1, api_client, namespace, nodes)
+                preemptor.run = batch.run  # the same three nodes
+                preemptor.group = f"one-{batch.run}"
+                if preemptor_kind == "group":
+                    preemptor.pod_group(1, priority_class=high)
+                pod = preemptor.pod("w0", priority_class=high, member=preemptor_kind == "group")
+                wait_for(lambda g=preemptor, m=pod: g.node_of(m), 90, what=f"{kind}: the preemptor bound")
+                outcomes[f"{kind} {mode or 'single'} {preemptor_kind}"] = {
+                    "victims": len([v for v in victims if batch.gone(v)]), "high pod untouched": not batch.gone(same)}
+    print(json.dumps(outcomes, indent=1))
+    for mode, victims in (("all", 2), ("single", 1)):
+        for preemptor_kind in ("group", "pod"):
+            assert outcomes[f"kubesched {mode} {preemptor_kind}"] == outcomes[f"kube-scheduler {mode} {preemptor_kind}"] \
+                == {"victims": victims, "high pod untouched": True}, (mode, preemptor_kind)

@@ -3,7 +3,10 @@ from plugin_builders import FakeHandle, make_node, make_pod, place
 
 from kubesched.framework.interface import Code, CycleState, PluginArgsError, Status
 from kubesched.plugins.default_preemption import (
+    POD,
+    POD_GROUP,
     DefaultPreemption,
+    Victim,
     filter_victims_with_pdb_violation,
 )
 from kubesched.plugins.node_ports import NodePorts
@@ -15,6 +18,11 @@ UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 def low(name, priority, cpu="1", start="2026-01-01T00:00:00Z", **kw):
     return make_pod(name, priority=priority, reqs=[{"cpu": cpu}], start_time=start, **kw)
+
+
+def units(pods):
+    """Each pod a victim of its own, as without GenericWorkload."""
+    return [Victim([p], p.priority, POD, 0.0) for p in pods]
 
 
 def setup(node_pods, *, pdbs=(), args=None, filters=None, node_cpu="2"):
@@ -176,10 +184,17 @@ def test_pdb_violation_counted_when_unavoidable_and_node_without_violation_prefe
     ([pdb({}, 0)], []),      # an empty selector selects nothing for preemption
 ])
 def test_filter_victims_with_pdb_violation(pdbs, want_violating):
-    victims = [low("a1", 1, labels={"app": "a"}), low("a2", 1, labels={"app": "a"}), low("c", 1)]
-    violating, non_violating = filter_victims_with_pdb_violation(victims, pdbs)
-    assert [v.name for v in violating] == want_violating
-    assert [v.name for v in non_violating] == [v.name for v in victims if v.name not in want_violating]
+    pods = [low("a1", 1, labels={"app": "a"}), low("a2", 1, labels={"app": "a"}), low("c", 1)]
+    violating, non_violating = filter_victims_with_pdb_violation(units(pods), pdbs)
+    assert [(v.pods[0].name, count) for v, count in violating] == [(name, 1) for name in want_violating]
+    assert [v.pods[0].name for v in non_violating] == [p.name for p in pods if p.name not in want_violating]
+
+
+def test_a_victim_group_violates_as_a_whole():
+    """A group evicted whole is one victim: one pod a budget protects makes all of it violating."""
+    group = Victim([low("a1", 1, labels={"app": "a"}), low("c", 1)], 1, POD_GROUP, 0.0)
+    violating, non_violating = filter_victims_with_pdb_violation([group], [pdb({"app": "a"}, 0)])
+    assert [(v, count) for v, count in violating] == [(group, 1)] and non_violating == []
 
 
 def test_victim_stops_counting_at_the_first_pdb_it_violates():
@@ -189,8 +204,8 @@ def test_victim_stops_counting_at_the_first_pdb_it_violates():
     web = pdb({"tier": "web"}, 1)
     web["metadata"]["name"] = "web"
     victims = [low("a1", 1, labels={"app": "a", "tier": "web"}), low("b1", 1, labels={"app": "b", "tier": "web"})]
-    violating, non_violating = filter_victims_with_pdb_violation(victims, [apps, web])
-    assert [v.name for v in violating] == ["a1"] and [v.name for v in non_violating] == ["b1"]
+    violating, non_violating = filter_victims_with_pdb_violation(units(victims), [apps, web])
+    assert [v.pods[0].name for v, _count in violating] == ["a1"] and [v.pods[0].name for v in non_violating] == ["b1"]
 
 
 @pytest.mark.parametrize("layout, want", [

@@ -372,16 +372,161 @@ def test_a_group_short_of_members_before_its_first_pod_errors_in_dynamic_resourc
     assert sorted(p.name for p in sched.queue.pending()["gated"]) == ["a", "b", "c"], "PreEnqueue now counts three"
 
 
-def test_pod_group_post_filter_has_upstreams_words_and_stays_out_of_the_way_when_victims_exist():
+def no_simulation():
+    raise AssertionError("the group was not to be placed")
+
+
+def test_pod_group_post_filter_refuses_with_upstreams_words_before_simulating():
     sched = make()
     preemption = sched.frameworks["default-scheduler"].plugins["DefaultPreemption"]
     never = PodInfo(member("a"))
     never.preemption_policy = "Never"
-    assert preemption.pod_group_post_filter(pod_group(), [never], 1).message() == \
-        "pod group preemption: not eligible due to preemptionPolicy=Never."
-    sched.on_pod_add(pod_raw("low", cpu="100m", node="n1", priority=-5))
+    nominations, status = preemption.pod_group_post_filter(pod_group(), [never], 1, no_simulation)
+    assert (nominations, status.code, status.message()) == (
+        {}, Code.UNSCHEDULABLE, "pod group preemption: not eligible due to preemptionPolicy=Never.")
+    # Only pods of the group's own priority (0) are placed: nobody to preempt.
+    sched.on_pod_add(pod_raw("same", cpu="100m", node="n1", priority=0))
     sched.cache.update_snapshot(sched.snapshot)
-    assert preemption.pod_group_post_filter(pod_group(), [PodInfo(member("a"))], 1) is None
+    nominations, status = preemption.pod_group_post_filter(pod_group(), [PodInfo(member("a"))], 1, no_simulation)
+    assert (nominations, status.code, status.message()) == (
+        {}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        "pod group preemption: No preemption victims found for incoming preemptor")
+
+
+def deleted(sched):
+    return sorted(target.split("/")[1] for verb, target, _body in sched.client.calls if verb == "delete")
+
+
+def fill(sched, names_nodes, cpu="600m", priority=-5, group=None):
+    """Pods of lower priority already running, one per (name, node)."""
+    raws = {}
+    for name, node in names_nodes:
+        raw = pod_raw(name, cpu=cpu, node=node, priority=priority, uid=f"uid-{name}")
+        raw["status"]["startTime"] = "2026-01-01T00:00:00Z"
+        if group:
+            raw["spec"]["schedulingGroup"] = {"podGroupName": group}
+        sched.on_pod_add(raw)
+        raws[name] = raw
+    return raws
+
+
+def test_a_gang_preempts_the_fewest_victims_it_needs_and_binds_where_it_was_nominated():
+    sched = make()
+    victims = fill(sched, [("low-1", "n1"), ("low-2", "n2"), ("low-3", "n3")])
+    before = {result: podgroup_attempts(result) for result in ("waiting_on_preemption", "scheduled")}
+    attempts = metrics.REGISTRY.get_sample_value("scheduler_workload_preemption_attempts_total",
+                                                 {"result": "Success"}) or 0.0
+    sched.informers.put("podgroups", pod_group(min_count=2))
+    for name in "ab":
+        sched.on_pod_add(member(name, cpu="600m"))
+    drain(sched)
+    # Room for the two members on two of the three nodes: two victims, the third reprieved.
+    gone = deleted(sched)
+    assert len(gone) == 2 and set(gone) < set(victims), gone
+    assert bound(sched) == []
+    nominated = {target.split("/")[1]: body["status"]["nominatedNodeName"]
+                 for verb, target, body in sched.client.calls
+                 if verb == "patch_status" and "nominatedNodeName" in (body.get("status") or {})}
+    assert sorted(nominated) == ["a", "b"]
+    assert sorted(nominated.values()) == sorted(victims[name]["spec"]["nodeName"] for name in gone)
+    # a, tried first, keeps its own fit error; b, never tried (minCount was out of reach once a
+    # failed), carries the group's, with the preemption made for it (as upstream words them).
+    assert failures(sched) == {
+        "a": "0/3 nodes are available: 3 Insufficient cpu.",
+        "b": "pod group is unschedulable, minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, "
+             "pod group preemption: found a placement for podgroup, preempting 2 victims"}
+    conditions = [c for verb, target, body in sched.client.calls if verb == "patch_status"
+                  for c in (body.get("status") or {}).get("conditions") or () if c["type"] == "DisruptionTarget"]
+    assert len(conditions) == 2 and {c["message"] for c in conditions} == {
+        "default-scheduler: preempting to accommodate a higher priority podgroup"}
+    assert podgroup_attempts("waiting_on_preemption") == before["waiting_on_preemption"] + 1
+    assert metrics.REGISTRY.get_sample_value("scheduler_workload_preemption_attempts_total",
+                                             {"result": "Success"}) == attempts + 1
+    # The victims go; the members come back and are bound where they were nominated.
+    for name in gone:
+        sched.on_pod_delete(victims[name])
+    later = time.monotonic() + 60
+    sched.queue.clock = lambda: later  # past the group's backoff
+    sched.queue.flush_backoff_completed()
+    drain(sched)
+    placed = {k.split("/")[1]: node for k, node, _uid in sched.client.binds}
+    assert placed == nominated
+
+
+def preempt_for_one_pod(disruption_mode, in_group=True):
+    """n1 and n2 run a PodGroup of lower priority, n3 a pod of the preemptor's own: one pod of
+    priority 0 (a member of a group of one, or a pod of no group) needs one node. What is
+    deleted? (and the PodGroup condition, or the pod's FailedScheduling message)"""
+    sched = make()
+    low = pod_group("batch", min_count=2)
+    low["spec"]["priority"] = -5
+    if disruption_mode:
+        low["spec"]["disruptionMode"] = {disruption_mode: {}}
+    sched.informers.put("podgroups", low)
+    fill(sched, [("batch-1", "n1"), ("batch-2", "n2")], group="batch")
+    fill(sched, [("same", "n3")], priority=0)
+    if in_group:
+        sched.informers.put("podgroups", pod_group(min_count=1))
+        sched.on_pod_add(member("a", cpu="600m"))
+    else:
+        sched.on_pod_add(pod_raw("a", cpu="600m", priority=0, uid="uid-a"))
+    drain(sched)
+    return deleted(sched), pod_group_conditions(sched)[-1]["message"] if in_group else failures(sched)["a"]
+
+
+def preempt_for_one_member(disruption_mode):
+    return preempt_for_one_pod(disruption_mode)
+
+
+def sample(name, **labels):
+    return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_a_group_whose_disruption_mode_is_all_is_evicted_whole():
+    before = {"disruptions": sample("scheduler_preemption_workload_disruptions_count", preemptor="podgroup"),
+              "victims": sample("scheduler_workload_preemption_victims_sum"),
+              "evaluated": sample("scheduler_preemption_evaluation_duration_seconds_count", preemptor="podgroup",
+                                  result="Success"),
+              "executed": sample("scheduler_preemption_execution_duration_seconds_count", preemptor="podgroup",
+                                 result="success")}
+    gone, condition = preempt_for_one_member("all")
+    assert gone == ["batch-1", "batch-2"]
+    assert condition.endswith("pod group preemption: found a placement for podgroup, preempting 2 victims")
+    # One disruption (the whole group), two victim pods, one evaluation, one execution.
+    assert sample("scheduler_preemption_workload_disruptions_sum", preemptor="podgroup") >= 1
+    assert sample("scheduler_preemption_workload_disruptions_count", preemptor="podgroup") == before["disruptions"] + 1
+    assert sample("scheduler_workload_preemption_victims_sum") == before["victims"] + 2
+    assert sample("scheduler_preemption_evaluation_duration_seconds_count", preemptor="podgroup",
+                  result="Success") == before["evaluated"] + 1
+    assert sample("scheduler_preemption_execution_duration_seconds_count", preemptor="podgroup",
+                  result="success") == before["executed"] + 1
+
+
+def test_a_pods_own_preemption_evicts_a_victim_group_whole_in_the_all_mode_and_one_pod_otherwise():
+    gone, message = preempt_for_one_pod("all", in_group=False)
+    assert gone == ["batch-1", "batch-2"]
+    assert message.endswith("preempting 2 victims")
+    gone, message = preempt_for_one_pod("single", in_group=False)
+    assert len(gone) == 1 and message.endswith("preempting 1 victims")
+
+
+def test_evicting_a_victim_a_disruption_budget_protects_counts_the_violation():
+    from kubesched.plugins.default_preemption import POD, Preemptor, Victim
+
+    sched = make()
+    preemption = sched.frameworks["default-scheduler"].plugins["DefaultPreemption"]
+    victim = Victim([PodInfo(pod_raw("low", cpu="100m", node="n1", priority=-5))], -5, POD, time.time())
+    before = sample("scheduler_preemption_pdb_violations_total", preemptor="podgroup")
+    preemption.evict_pod_group_victims(Preemptor("podgroup", "pg-uid", "default-scheduler"), [victim], 1)
+    assert sample("scheduler_preemption_pdb_violations_total", preemptor="podgroup") == before + 1
+    assert deleted(sched) == ["low"]
+
+
+def test_the_single_disruption_mode_evicts_only_the_pod_it_needs():
+    for mode in ("single", None):
+        gone, condition = preempt_for_one_member(mode)
+        assert len(gone) == 1 and gone[0].startswith("batch-"), (mode, gone)
+        assert condition.endswith("preempting 1 victims")
 
 
 def test_a_groups_backoff_is_capped_at_the_max_times_the_square_root_of_its_size():
