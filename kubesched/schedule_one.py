@@ -269,6 +269,9 @@ class SchedulingCycle:
             group_status = Status(Code.UNSCHEDULABLE, *group_status.reasons, plugin=group_status.plugin)
         nominations: dict[str, str] = {}
         waiting_on_preemption = False
+        # A member never tried keeps the group's status as it stands now, before PodGroupPostFilter.
+        unevaluated = Status(Code.UNSCHEDULABLE, *([POD_GROUP_UNSCHEDULABLE] if wrapped else []),
+                             *(group_status.reasons if group_status is not None else ()))
         if group_status is not None:
             # Not placed: every assumption is undone before PodGroupPostFilter looks at the
             # cluster (upstream's algorithm reverts its own when it returns).
@@ -290,7 +293,8 @@ class SchedulingCycle:
         if group_status is None:
             self._submit_pod_group(fwk, results, start)
         else:
-            self._reject_pod_group(fwk, pods, results, group_status, start, nominations)
+            self._reject_pod_group(fwk, pods, results, group_status, start, nominations, unevaluated,
+                                   waiting_on_preemption)
         self._update_pod_group_condition(pod_group, group_status)
         result = metrics.SCHEDULED if group_status is None else metrics.WAITING_ON_PREEMPTION \
             if waiting_on_preemption else metrics.UNSCHEDULABLE if group_status.is_rejected() else metrics.ERROR
@@ -335,26 +339,36 @@ class SchedulingCycle:
             self.bind_pool.submit(self.binding_cycle, fwk, state, pod, assumed, result, start)
 
     def _reject_pod_group(self, fwk: Framework, pods: list[PodInfo], results: list, group_status: Status,
-                          start: float, nominations: dict[str, str]) -> None:
-        """The group was not placed (its assumptions already undone): a placed member fails with
-        the group's message, one that found no place with its own (an error of the group's
-        overrides a member's rejection, as upstream's submitPodGroupAlgorithmResult); all of
-        them return to the queue as the group's attempt, nominated where a preemption for the
-        group placed them (nominations), their nominations cleared otherwise."""
+                          start: float, nominations: dict[str, str], unevaluated: Status, waiting: bool) -> None:
+        """The group was not placed (its assumptions already undone); as upstream's
+        submitPodGroupAlgorithmResult: a member that found no place fails with its own status
+        (an error of the group's overrides a rejection); one never tried with the group's status
+        as it stood before PodGroupPostFilter (unevaluated; completePodGroupAlgorithmResult); a
+        placed member with the group's: led by `pod group is unschedulable`, or as it is when a
+        preemption was made for the group (waiting). All return to the queue as the group's
+        attempt, nominated where that preemption placed them, their nominations cleared otherwise."""
         evaluated = {pod.uid: status for pod, _state, _result, _assumed, status in results}
         for pod in pods:
-            own = evaluated.get(pod.uid)
+            own = evaluated.get(pod.uid) if pod.uid in evaluated else \
+                unevaluated if group_status.code != Code.ERROR else group_status
             nominating = nominations.get(pod.uid, CLEAR_NOMINATION)
             if own is not None and (group_status.code == Code.ERROR) == (not own.is_rejected()):
+                if own.is_rejected() and not isinstance(own.error, FitError):
+                    own = self._group_fit_error(pod, own.message())
                 self.handle_scheduling_failure(fwk, pod, own, nominating, start, group=(len(pods), False))
                 continue
             status = group_status
             if group_status.is_rejected():
-                diagnosis = Diagnosis()
-                diagnosis.unschedulable_plugins = {"GangScheduling"}
-                status = Status(Code.UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE, group_status.message(),
-                                error=FitError(pod.key, self.snapshot.num_nodes(), diagnosis))
+                status = self._group_fit_error(pod, group_status.message() if waiting else
+                                               f"{POD_GROUP_UNSCHEDULABLE}, {group_status.message()}")
             self.handle_scheduling_failure(fwk, pod, status, nominating, start, group=(len(pods), False))
+
+    def _group_fit_error(self, pod: PodInfo, message: str) -> Status:
+        """A member rejected for its group's sake: the group's message, GangScheduling as the
+        plugin whose events may bring it back."""
+        diagnosis = Diagnosis()
+        diagnosis.unschedulable_plugins = {"GangScheduling"}
+        return Status(Code.UNSCHEDULABLE, message, error=FitError(pod.key, self.snapshot.num_nodes(), diagnosis))
 
     def _run_pod_group_post_filter(self, fwk: Framework, pod_group: dict, pods: list[PodInfo],
                                    evaluated: int) -> tuple[dict[str, str], Status]:

@@ -156,8 +156,9 @@ def _leader(instances: list[KubeschedInstance]) -> KubeschedInstance | None:
 
 
 def run_variant(cluster: Cluster, workdir: str, sig: int, *, pods: int = 2000, kill_fraction: float = 0.3,
-                durations: Durations | None = None, drain_timeout: float = 600.0) -> dict:
-    """One failover run; returns its measurements (times in seconds, counts)."""
+                durations: Durations | None = None, drain_timeout: float = 600.0, qps: float = 200.0) -> dict:
+    """One failover run; returns its measurements (times in seconds, counts). qps (the burst
+    too) bounds how fast the leader binds, so that work is left when the signal lands."""
     durations = durations or Durations()
     label = signal.Signals(sig).name.lower()
     scheduler_name = f"rel-failover-{label}-{uuid.uuid4().hex[:6]}"
@@ -167,7 +168,7 @@ def run_variant(cluster: Cluster, workdir: str, sig: int, *, pods: int = 2000, k
     wait_until(lambda: len(watch.node) >= pods, 60)
     config = scheduler_config(cluster.kubeconfig, scheduler_name, lease_name=scheduler_name,
                               lease_duration=durations.lease, renew_deadline=durations.renew,
-                              retry_period=durations.retry)
+                              retry_period=durations.retry, qps=qps, burst=max(1, int(qps)))
     instances = [start_instance(config, workdir, f"{label}-{i}") for i in range(3)]
     monitor = LeaseMonitor(cluster, scheduler_name, instances).start()
     out: dict = {"signal": signal.Signals(sig).name, "pods": pods, "namespace": namespace,

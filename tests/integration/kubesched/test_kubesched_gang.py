@@ -127,6 +127,11 @@ class Gang:
                 return True
             raise
 
+    def failed_scheduling(self, names: list[str]) -> list[str]:
+        """The distinct FailedScheduling messages of the named pods."""
+        events = self.core_v1.list_namespaced_event(self.namespace, field_selector="reason=FailedScheduling")
+        return sorted({e.message or e.note or "" for e in events.items if e.involved_object.name in names})
+
     def preempted_events(self, names: list[str], preemptor_uid: str) -> list[str]:
         """The Preempted events of the named pods, the preemptor's UID written UID."""
         events = self.core_v1.list_namespaced_event(self.namespace, field_selector="reason=Preempted")
@@ -455,11 +460,17 @@ def test_a_gang_of_higher_priority_preempts_the_fewest_pods_it_needs(
             "members on the victims' nodes": sorted(gang.node_of(m) for m in members) == sorted(where[v] for v in evicted),
             "events": events,
             "condition": (gang.group_condition() or ("",))[:2],
+            # a is tried first and fails alone; b, never tried, carries the group's status as it
+            # was before the preemption (upstream's completePodGroupAlgorithmResult).
+            "members' messages": sorted({"fit error: Insufficient cpu" if "Insufficient cpu" in m else m
+                                         for m in gang.failed_scheduling(members)}),
         }
     print(json.dumps(outcomes, indent=1))
     assert outcomes["kubesched"] == outcomes["kube-scheduler"]
     assert outcomes["kubesched"]["victims"] == 2 and outcomes["kubesched"]["members on the victims' nodes"]
     assert outcomes["kubesched"]["events"] == ["Preempted by podgroup UID on node cluster"] * 2
+    assert outcomes["kubesched"]["members' messages"] == [
+        "fit error: Insufficient cpu", "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"]
 
 
 def test_a_victim_group_whose_disruption_mode_is_all_is_preempted_whole(

@@ -16,11 +16,13 @@ from tests.reliability.soak.schedulers import IMPLEMENTATIONS, command
 
 DURATIONS = Durations(lease=6.0, renew=4.0, retry=1.0)
 SLACK = 2.0  # seconds for a loaded 2-CPU machine; the bounds come from the configured durations
-# The leader is signalled once a tenth of the pods is bound, leaving several seconds of work:
-# with fewer left, a fast leader bound them all before the signal landed and no binding
-# after the takeover could be measured.
+# The leader is signalled once a tenth of the pods is bound, and binds at most QPS pods a
+# second, so about 13 s of work is left when the signal lands: a leader that bound freely had
+# bound all 600 by the time a loaded machine's pod watch showed the tenth (CI, twice), and no
+# binding after the takeover could be measured.
 PODS = 600
 KILL_FRACTION = 0.1
+QPS = 40.0
 
 
 def _assert_clean_drain(m):
@@ -32,7 +34,8 @@ def _assert_clean_drain(m):
 
 
 def test_sigkill_of_the_leader_a_standby_takes_over_after_the_lease_expires(cluster, workdir):
-    m = run_variant(cluster, workdir, signal.SIGKILL, pods=PODS, kill_fraction=KILL_FRACTION, durations=DURATIONS)
+    m = run_variant(cluster, workdir, signal.SIGKILL, pods=PODS, kill_fraction=KILL_FRACTION, durations=DURATIONS,
+                    qps=QPS)
     assert m["takeover_s"] is not None, m
     # A standby must wait for the lease to run out: from the old leader's last renewTime to the
     # new holder's acquireTime, as both wrote them. (Measured from the signal instead, a leader
@@ -45,7 +48,8 @@ def test_sigkill_of_the_leader_a_standby_takes_over_after_the_lease_expires(clus
 
 
 def test_sigterm_of_the_leader_releases_the_lease_and_a_standby_takes_over_at_once(cluster, workdir):
-    m = run_variant(cluster, workdir, signal.SIGTERM, pods=PODS, kill_fraction=KILL_FRACTION, durations=DURATIONS)
+    m = run_variant(cluster, workdir, signal.SIGTERM, pods=PODS, kill_fraction=KILL_FRACTION, durations=DURATIONS,
+                    qps=QPS)
     assert m["signalled_exit_code"] == 0, m
     assert m["release_s"] is not None, m
     assert m["takeover_s"] is not None and m["takeover_s"] <= DURATIONS.term_bound() + SLACK, m

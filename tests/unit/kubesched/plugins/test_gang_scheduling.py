@@ -430,11 +430,14 @@ def test_a_gang_preempts_the_fewest_victims_it_needs_and_binds_where_it_was_nomi
     assert sorted(nominated) == ["a", "b"]
     assert sorted(nominated.values()) == sorted(victims[name]["spec"]["nodeName"] for name in gone)
     # a, tried first, keeps its own fit error; b, never tried (minCount was out of reach once a
-    # failed), carries the group's, with the preemption made for it (as upstream words them).
+    # failed), the group's status from before the preemption (as kube-scheduler words both);
+    # the PodGroup's condition carries the preemption.
     assert failures(sched) == {
         "a": "0/3 nodes are available: 3 Insufficient cpu.",
-        "b": "pod group is unschedulable, minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, "
-             "pod group preemption: found a placement for podgroup, preempting 2 victims"}
+        "b": "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"}
+    assert pod_group_conditions(sched)[-1]["message"] == (
+        "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, "
+        "pod group preemption: found a placement for podgroup, preempting 2 victims")
     conditions = [c for verb, target, body in sched.client.calls if verb == "patch_status"
                   for c in (body.get("status") or {}).get("conditions") or () if c["type"] == "DisruptionTarget"]
     assert len(conditions) == 2 and {c["message"] for c in conditions} == {
