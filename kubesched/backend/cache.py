@@ -287,4 +287,3 @@ class SchedulerCache:
     def dump(self) -> dict[str, NodeInfo]:
         with self.lock:
             return {name: info.clone() for name, info in self.nodes.items() if info.raw}
-

@@ -700,7 +700,6 @@ class FilterError(RuntimeError):
     """A filter plugin failed (an error rather than a rejection)."""
 
 
-
 def build_frameworks(profiles: list[Profile], registry: dict[str, type], **handle: Any) -> dict[str, Framework]:
     """schedulerName -> Framework for every profile; FrameworkError names the field to fix."""
     return {p.scheduler_name: Framework(p, registry, **handle) for p in profiles}

@@ -167,7 +167,7 @@ def test_the_leader_renews_with_one_write_and_falls_back_to_a_read_on_conflict()
     api.calls.clear()
     clock.now = 2
     assert a.try_acquire_or_renew()
-    assert [verb for verb, _ in api.calls] == ["update"]  # client-go's fast path
+    assert [call[0] for call in api.calls] == ["update"]  # client-go's fast path
     # Someone else wrote the Lease (its resourceVersion moved): the optimistic write conflicts,
     # the slow path reads the Lease and, still naming a_1, renews it.
     api.lease["metadata"]["resourceVersion"] = "99"
@@ -175,13 +175,13 @@ def test_the_leader_renews_with_one_write_and_falls_back_to_a_read_on_conflict()
     api.calls.clear()
     clock.now = 4
     assert a.try_acquire_or_renew()
-    assert [verb for verb, _ in api.calls] == ["update", "get", "update"]
+    assert [call[0] for call in api.calls] == ["update", "get", "update"]
     assert api.lease["spec"]["holderIdentity"] == "a_1"
     # A standby never takes the fast path.
     b = elector(api, "b_2", clock)
     api.calls.clear()
     assert not b.try_acquire_or_renew()
-    assert [verb for verb, _ in api.calls] == ["get"]
+    assert [call[0] for call in api.calls] == ["get"]
 
 
 def test_a_renewal_round_has_renew_deadline_from_its_start_and_bounds_each_request():
@@ -208,8 +208,8 @@ def test_a_renewal_round_has_renew_deadline_from_its_start_and_bounds_each_reque
     api.update_lease = update
     assert a.renew_loop() is False
     # Renewed at 0 and 2; the write at 4 finds the API down, and the round that began at 4 ends at 14.
-    assert [t for t, _ in renewals][:3] == [0, 2, 4]
+    assert [when for when, _timeout in renewals][:3] == [0, 2, 4]
     assert a.last_renew == 2
     assert clock.now == CFG.retry_period + CFG.renew_deadline + a.last_renew < a.last_renew + CFG.lease_duration
-    assert all(timeout is not None and timeout <= api.timeout for _, timeout in renewals)
+    assert all(timeout is not None and timeout <= api.timeout for _when, timeout in renewals)
     assert renewals[-1][1] <= CFG.renew_deadline - (renewals[-1][0] - 4)

@@ -194,7 +194,7 @@ def test_a_victim_group_violates_as_a_whole():
     """A group evicted whole is one victim: one pod a budget protects makes all of it violating."""
     group = Victim([low("a1", 1, labels={"app": "a"}), low("c", 1)], 1, POD_GROUP, 0.0)
     violating, non_violating = filter_victims_with_pdb_violation([group], [pdb({"app": "a"}, 0)])
-    assert [(v, count) for v, count in violating] == [(group, 1)] and non_violating == []
+    assert violating == [(group, 1)] and non_violating == []
 
 
 def test_victim_stops_counting_at_the_first_pdb_it_violates():
