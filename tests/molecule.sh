@@ -5,6 +5,9 @@
 # pods or takes its Lease. The scenarios' containers and loopback addresses are distinct across
 # lanes. A scenario's output goes to its log under MOLECULE_LOG_DIR (.cache/molecule-logs); the
 # log of a scenario that fails is printed at the end. Exits 1 when any scenario failed.
+#
+# Stopped (SIGTERM or Ctrl-C, as `make test` does when a stage before it fails), it destroys the
+# containers of the scenarios it interrupted and takes the lanes' labs down before it exits.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ORDER=$ROOT/extensions/molecule/ORDER
@@ -56,10 +59,44 @@ run_lane() {  # run_lane INDEX SCENARIO...: the lane's lab, then its scenarios i
       echo "---- $scenario FAILED after $((SECONDS - start)) s"
       echo "$scenario" >"$LOGS/$scenario.failed"
     fi
+    touch "$LOGS/$scenario.ended"
   done
 }
 
-trap 'labs_down; kill $(jobs -p) 2>/dev/null' EXIT
+# shellcheck disable=SC2317 # called from the EXIT trap
+destroy_interrupted() {  # a scenario that started and did not end still has its containers
+  local i scenario
+  for i in "${!lanes[@]}"; do
+    for scenario in ${lanes[$i]}; do
+      if [ -e "$LOGS/$scenario.log" ] && [ ! -e "$LOGS/$scenario.ended" ]; then
+        echo "molecule: destroying the containers of $scenario, interrupted"
+        lane_lab "$i" molecule destroy -s "$scenario" >>"$LOGS/$scenario.log" 2>&1 &
+      fi
+    done
+  done
+  wait
+}
+
+# shellcheck disable=SC2317 # called from the EXIT trap
+tree() {  # tree PID: the process and everything it started, parents before their children
+  local child
+  echo "$1"
+  for child in $(pgrep -P "$1"); do tree "$child"; done
+}
+
+# shellcheck disable=SC2317 # called from the EXIT trap
+stop_lanes() {  # a lane stopped before its scenario, so that it starts no other
+  local lane
+  for lane in $(jobs -p); do
+    # shellcheck disable=SC2046 # one PID per word
+    kill $(tree "$lane") 2>/dev/null
+  done
+  wait
+  destroy_interrupted
+  labs_down
+}
+
+trap stop_lanes EXIT
 trap 'exit 130' INT TERM
 pids=()
 for i in "${!lanes[@]}"; do
