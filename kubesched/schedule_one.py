@@ -21,7 +21,7 @@ import urllib3
 
 from kubesched import klog, metrics
 from kubesched.backend.cache import SchedulerCache
-from kubesched.backend.pod_groups import PodGroups
+from kubesched.backend.pod_groups import PodGroups, group_key
 from kubesched.backend.queue import Nominator, SchedulingQueue
 from kubesched.client import ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
@@ -212,18 +212,27 @@ class SchedulingCycle:
         in turn, GangScheduling's PlacementFeasible judges the group before the first and after
         each; unless the group ends feasible every assumption is undone, so no pod of a gang
         that cannot reach minCount keeps a place. PostFilter is not run for a member, as
-        upstream, which runs the group's PodGroupPostFilter instead (kubesched has its texts,
-        not the preemption for a group: framework/runtime.py)."""
+        upstream, which runs the group's PodGroupPostFilter instead (DefaultPreemption's, which
+        preempts for the whole group). The group's pods that arrive meanwhile wait in the queue
+        and return with the group."""
         assert self.pod_groups is not None
         start = time.perf_counter()
         namespace, name = first.namespace, first.pod_group
         others = [uid for uid in self.pod_groups.member_uids(namespace, name) if uid != first.uid]
         pods = [first]
-        for pod in self.queue.pop_pod_group_members(others):
+        for pod in self.queue.pop_pod_group_members(group_key(namespace, name), others):
             if self._skip_pod_schedule(fwk, pod):
                 self.queue.done(pod.uid)
                 continue
             pods.append(pod)
+        try:
+            self._schedule_pod_group_members(fwk, pods, start)
+        finally:
+            self.queue.pod_group_attempted()
+
+    def _schedule_pod_group_members(self, fwk: Framework, pods: list[PodInfo], start: float) -> None:
+        assert self.pod_groups is not None
+        namespace, name = pods[0].namespace, pods[0].pod_group
         pod_group = self.pod_groups.pod_group(namespace, name)
         invalid = self._validate_pod_group(pods, pod_group)
         if invalid:
@@ -279,7 +288,8 @@ class SchedulingCycle:
                 if assumed is not None:
                     self.unreserve_and_forget(fwk, state, assumed, result.suggested_host)
         if group_status is not None and group_status.code == Code.UNSCHEDULABLE and pod_group is not None:
-            nominations, post_filter = self._run_pod_group_post_filter(fwk, pod_group, pods, len(results))
+            nominations, post_filter = self._run_pod_group_post_filter(fwk, pod_group, pods,
+                                                                       [state for _pod, state, *_rest in results])
             if post_filter.code == Code.ERROR:
                 group_status = post_filter  # applyPodGroupPostFilterResult: an error replaces the group's status
             else:
@@ -371,7 +381,7 @@ class SchedulingCycle:
         return Status(Code.UNSCHEDULABLE, message, error=FitError(pod.key, self.snapshot.num_nodes(), diagnosis))
 
     def _run_pod_group_post_filter(self, fwk: Framework, pod_group: dict, pods: list[PodInfo],
-                                   evaluated: int) -> tuple[dict[str, str], Status]:
+                                   states: list[CycleState]) -> tuple[dict[str, str], Status]:
         """PodGroupPostFilter on a fork of the snapshot (the mutations of upstream's
         MutableSnapshotSharedLister), thrown away afterwards; the simulation it may run places
         the group on the fork as its cycle does, without the cache (no OpportunisticBatching)."""
@@ -381,7 +391,7 @@ class SchedulingCycle:
         self.snapshot, self.snapshot_pinned, fwk.batch = fork, True, None
         fwk.set_snapshot(fork)
         try:
-            return fwk.run_pod_group_post_filter_plugins(pod_group, pods, evaluated,
+            return fwk.run_pod_group_post_filter_plugins(pod_group, pods, states,
                                                          lambda: self._simulate_pod_group(fwk, pod_group, pods))
         finally:
             self.snapshot, self.snapshot_pinned, fwk.batch = real, False, batch

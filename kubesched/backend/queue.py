@@ -11,6 +11,8 @@ Three places a pending pod can wait:
   a pod deleted...) and that plugin's QueueingHint, shown the objects before and after, does
   not rule it out; or after podMaxInUnschedulablePodsDuration (5 minutes) regardless.
 Pods a PreEnqueue plugin rejects (SchedulingGates) wait as "gated" until an update lets them in.
+A PodGroup's pod that arrives while its group is being scheduled waits as "pending" until the
+group's attempt ends, and then returns with the group (upstream's pendingPodGroupPods).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 from typing import Any, Callable
 
 from kubesched import klog, metrics
+from kubesched.backend.pod_groups import group_key
 from kubesched.framework.interface import ActionType, ClusterEvent, EventResource
 from kubesched.framework.types import PodInfo
 
@@ -35,6 +38,7 @@ ACTIVE = "active"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
+PENDING = "pending"
 
 # Event labels as upstream names them in scheduler_queue_incoming_pods_total.
 EVENT_POD_ADD = "PodAdd"
@@ -157,7 +161,12 @@ class SchedulingQueue:
         self.move_request_cycle = -1
         self.closed = False
         self._seq = itertools.count()
-        self.counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0}
+        # The PodGroup being scheduled ("namespace/name", '' for none), the pods of it that
+        # arrived since, and a member it returned with (whose queueing the arrivals share).
+        self.pod_group_in_flight = ""
+        self.pending_pod_group_pods: dict[str, QueuedPod] = {}
+        self._returned_member: QueuedPod | None = None
+        self.counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0, PENDING: 0}
         # Metric series resolved once: labels() on every queue operation would cost more
         # than the operation itself.
         self._pending_gauges = {name: metrics.pending_pods.labels(name) for name in self.counts}
@@ -181,8 +190,12 @@ class SchedulingQueue:
             entry.unschedulable_since = self.clock()
             self.unschedulable[entry.pod.uid] = entry
             self._count_rejectors(entry, 1)
+        elif where == PENDING:
+            self.pending_pod_group_pods[entry.pod.uid] = entry
         self.counts[GATED if where == UNSCHEDULABLE and entry.gated_by else where] += 1
         self._publish()
+        if where == PENDING:  # upstream counts a pod in scheduler_queue_incoming_pods_total when its group returns
+            return
         key = (GATED if where == UNSCHEDULABLE and entry.gated_by else where, event)
         counter = self._incoming.get(key)
         if counter is None:
@@ -196,6 +209,8 @@ class SchedulingQueue:
             self.entries.pop(entry.pod.uid, None)
             if self.unschedulable.pop(entry.pod.uid, None) is not None:
                 self._count_rejectors(entry, -1)
+            elif entry.where == PENDING:
+                del self.pending_pod_group_pods[entry.pod.uid]
             entry.where = ""
             entry.seq = -1
 
@@ -239,6 +254,10 @@ class SchedulingQueue:
             self.add_locked(pod)
 
     def _enqueue_new(self, entry: QueuedPod, event: str) -> None:
+        if self.pod_group_in_flight and entry.pod.pod_group and \
+                group_key(entry.pod.namespace, entry.pod.pod_group) == self.pod_group_in_flight:
+            self._place(entry, PENDING, event)
+            return
         status = self.pre_enqueue(entry.pod)
         if status is not None and not status.is_success():
             entry.gated_by = status.plugin or "PreEnqueue"
@@ -326,11 +345,14 @@ class SchedulingQueue:
         self.in_flight[pod.uid] = entry
         return pod
 
-    def pop_pod_group_members(self, uids: list[str]) -> list[PodInfo]:
+    def pop_pod_group_members(self, key: str, uids: list[str]) -> list[PodInfo]:
         """The pods among uids that wait in the queue (not gated), taken out with the member
         just popped, in the same cycle: a PodGroup is scheduled as one (upstream queues it as
-        one QueuedPodGroupInfo), whichever of its pods an event moved first."""
+        one QueuedPodGroupInfo), whichever of its pods an event moved first. Until
+        pod_group_attempted, the group (key) is in flight: its pods that arrive wait as pending."""
         with self.cond:
+            self.pod_group_in_flight = key
+            self._returned_member = None
             taken = []
             for uid in uids:
                 entry = self.entries.get(uid)
@@ -413,6 +435,8 @@ class SchedulingQueue:
                 return
             entry.group_size = group_size
             entry.backoff_expiration = 0.0
+            if pod.pod_group and group_key(pod.namespace, pod.pod_group) == self.pod_group_in_flight:
+                self._returned_member = entry
             if without_backoff:
                 entry.unschedulable_count = entry.consecutive_errors = 0
             else:
@@ -423,6 +447,28 @@ class SchedulingQueue:
                 else:
                     entry.consecutive_errors += 1
             self._requeue(entry, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+
+    def pod_group_attempted(self) -> None:
+        """The in-flight PodGroup's attempt is over and its members are back (upstream
+        AddAttemptedPodGroupIfNeeded): the pods of it that arrived meanwhile join it, queued as a
+        member that returned is (its failures, its time, straight to the active queue after a group
+        that was placed, else its backoff), or, when none returned, as the group's new pods."""
+        with self.cond:
+            member = self._returned_member
+            self.pod_group_in_flight = ""
+            self._returned_member = None
+            for entry in list(self.pending_pod_group_pods.values()):
+                self._unplace(entry)
+                entry.backoff_expiration = 0.0
+                if member is None:
+                    entry.pod.timestamp = self.clock()
+                    self._enqueue_new(entry, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+                    continue
+                entry.unschedulable_count = member.unschedulable_count
+                entry.consecutive_errors = member.consecutive_errors
+                entry.group_size = member.group_size
+                entry.pod.timestamp = member.pod.timestamp
+                self._requeue(entry, EVENT_SCHEDULE_ATTEMPT_FAILURE)
 
     # -- cluster events -------------------------------------------------------------------
 
@@ -519,7 +565,7 @@ class SchedulingQueue:
 
     def pending(self) -> dict[str, list[PodInfo]]:
         with self.cond:
-            out: dict[str, list[PodInfo]] = {ACTIVE: [], BACKOFF: [], UNSCHEDULABLE: [], GATED: []}
+            out: dict[str, list[PodInfo]] = {ACTIVE: [], BACKOFF: [], UNSCHEDULABLE: [], GATED: [], PENDING: []}
             for e in self.entries.values():
                 out[GATED if e.where == UNSCHEDULABLE and e.gated_by else e.where].append(e.pod)
             return out

@@ -3,7 +3,8 @@
 import pytest
 from kubesched_fakes import FakeCpuFit, FakeGates, FakeLabelFilter, FakeSort, pod
 
-from kubesched.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
+from kubesched import metrics
+from kubesched.backend.queue import ACTIVE, BACKOFF, GATED, PENDING, UNSCHEDULABLE, SchedulingQueue
 from kubesched.framework.interface import ActionType, ClusterEvent, EventResource
 
 
@@ -169,7 +170,7 @@ def test_delete_removes_from_any_place(clock):
     q.delete(a)
     assert q.pop(timeout=0).name == "b"
     assert q.pop(timeout=0) is None
-    assert q.counts == {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0}
+    assert q.counts == {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0, PENDING: 0}
 
 
 def test_nominator_tracks_pods_per_node(clock):
@@ -228,3 +229,62 @@ def test_requeued_pod_runs_pre_enqueue_again_and_waits_gated_if_rejected(clock):
     rejected.clear()
     q.move_all_to_active_or_backoff(NODE_LABEL)  # FakeClaims registers nothing: any event may help
     assert q.where("u1") in (ACTIVE, BACKOFF)
+
+
+def member(name, group="g"):
+    p = pod(name)
+    p.raw["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return type(p)(p.raw)
+
+
+def test_a_member_arriving_while_its_group_is_scheduled_waits_and_returns_with_the_rejected_group(clock):
+    q = make_queue(clock)
+    a, b = member("a"), member("b")
+    q.add(a)
+    q.add(b)
+    first = q.pop(timeout=0)
+    others = q.pop_pod_group_members("default/g", [b.uid if first is a else a.uid])
+    late, stranger, elsewhere = member("late"), pod("stranger"), member("other", group="h")
+    q.add(late)
+    q.add(stranger)
+    q.add(elsewhere)
+    assert q.where(late.uid) == PENDING and q.pending()[PENDING] == [late]
+    assert metrics.pending_pods.labels(PENDING)._value.get() == 1  # pylint: disable=protected-access
+    assert q.where(stranger.uid) == ACTIVE and q.where(elsewhere.uid) == ACTIVE, "only the group in flight parks"
+    clock.now += 5
+    for p in [first, *others]:
+        q.add_attempted_pod_group_member(p, rejected=True, group_size=2)
+    assert q.where(late.uid) == PENDING, "until the attempt is over"
+    q.pod_group_attempted()
+    assert q.where(late.uid) == BACKOFF
+    entries = [q.entries[p.uid] for p in (first, late)]
+    assert [e.unschedulable_count for e in entries] == [1, 1]
+    assert q.backoff_time(entries[1]) == q.backoff_time(entries[0]) == 1006.0, "the group's backoff, not a pod's own"
+    assert not q.pending()[PENDING] and q.pod_group_in_flight == ""
+    q.add(member("after"))
+    assert q.pending()[PENDING] == [], "no group in flight: a new member queues as any pod"
+
+
+def test_after_a_group_that_was_placed_its_late_member_goes_straight_to_the_active_queue(clock):
+    q = make_queue(clock)
+    q.add(member("a"))
+    first = q.pop(timeout=0)
+    assert q.pop_pod_group_members("default/g", []) == []
+    late = member("late")
+    q.add(late)
+    q.done(first.uid)  # bound: it does not return
+    q.pod_group_attempted()
+    assert q.where(late.uid) == ACTIVE and q.entries[late.uid].unschedulable_count == 0
+
+
+def test_a_late_member_deleted_while_it_waits_is_gone(clock):
+    q = make_queue(clock)
+    q.add(member("a"))
+    q.pop(timeout=0)
+    q.pop_pod_group_members("default/g", [])
+    late = member("late")
+    q.add(late)
+    q.delete(late)
+    assert q.where(late.uid) == "" and q.counts[PENDING] == 0
+    q.pod_group_attempted()
+    assert q.where(late.uid) == ""
