@@ -398,12 +398,13 @@ class Framework(Handle):
         finally:
             self._observe("PostFilter", final, start)
 
-    def run_pod_group_post_filter_plugins(self, pod_group: dict, members: list[PodInfo], evaluated: int,
+    def run_pod_group_post_filter_plugins(self, pod_group: dict, members: list[PodInfo], states: list[CycleState],
                                           simulate: Callable) -> tuple[dict[str, str], Status]:
         """Upstream RunPodGroupPostFilterPlugins over the PostFilter plugins that have a pod
-        group part (pod_group_post_filter): ({member uid: nominated node}, status). evaluated
-        is how many members the cycle tried; simulate places the group on the snapshot as it
-        stands (DefaultPreemption's what-if)."""
+        group part (pod_group_post_filter): ({member uid: nominated node}, status). states are
+        the cycle states of the members the cycle tried, in order (upstream's
+        PodGroupCycleState); simulate places the group on the snapshot as it stands
+        (DefaultPreemption's what-if)."""
         start = time.perf_counter()
         final = Status(Code.UNSCHEDULABLE)
         try:
@@ -412,7 +413,7 @@ class Framework(Handle):
             for plugin in self.post_filter_plugins:
                 if not hasattr(plugin, "pod_group_post_filter"):
                     continue
-                nominations, status = plugin.pod_group_post_filter(pod_group, members, evaluated, simulate)
+                nominations, status = plugin.pod_group_post_filter(pod_group, members, states, simulate)
                 if status.is_success() or status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     final = status.with_plugin(plugin.name)
                     return nominations, final

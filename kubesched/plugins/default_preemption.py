@@ -252,7 +252,7 @@ class DefaultPreemption:
 
     # --- PodGroupPostFilter (GenericWorkload; upstream's PodGroupEvaluator) ---------------
 
-    def pod_group_post_filter(self, pod_group: dict, members: list[PodInfo], evaluated: int,
+    def pod_group_post_filter(self, pod_group: dict, members: list[PodInfo], states: list,
                               simulate: PodGroupSimulation) -> tuple[dict[str, str], Status]:
         """Preemption for a whole PodGroup, over the whole cluster: ({member uid: nominated
         node}, status). The snapshot handle.snapshot() gives is a fork the caller throws away

@@ -434,14 +434,21 @@ class DynamicResources:
 
     # --- PostFilter ----------------------------------------------------------------------------------
 
-    def pod_group_post_filter(self, pod_group: dict, members: list[PodInfo], evaluated: int,
+    def pod_group_post_filter(self, pod_group: dict, members: list[PodInfo], states: list,
                               simulate: Callable) -> tuple[dict[str, str], Status]:
-        """Upstream's PodGroupPostFilter as far as kubesched has it: before any member of the
-        cycle ran PreFilter the group's DRA state is missing ("not found", an error upstream
-        too); after, the claims' clean-up is reported done. kubesched does not deallocate the
-        claims of a group's members here (a pod of no group gets post_filter)."""
-        if not evaluated:
+        """Upstream's PodGroupPostFilter for the members' own claims: each member the cycle
+        tried (states holds their cycle states, in order) gets PostFilter's clean-up, one claim
+        deallocated or the extended resources' claim deleted. When no member reached this
+        plugin's PreFilter the group's state is missing: "not found", an error as upstream's.
+        Claims of the PodGroup itself (DRAWorkloadResourceClaims) are not handled."""
+        tried = [(pod, state) for pod, state in zip(members, states)
+                 if state.get(STATE_KEY) is not None or self.name in state.skip_filter_plugins]
+        if not tried:
             return {}, Status(Code.ERROR, "not found")
+        for pod, state in tried:
+            status = self._deallocate_or_delete_pod_claims(state.get(STATE_KEY), pod)
+            if status.code == Code.ERROR:
+                return {}, status
         return {}, Status(Code.UNSCHEDULABLE, "deallocation and deletion of ResourceClaims completed")
 
     def post_filter(self, state, pod: PodInfo, statuses: dict) -> tuple[str | None, Status]:
@@ -452,8 +459,14 @@ class DynamicResources:
             # state is missing: PostFilter fails with "not found", DefaultPreemption does not
             # run, and the FailedScheduling message ends in "not found", as kube-scheduler's does.
             return None, Status(Code.ERROR, "not found", plugin=self.name)
+        return None, self._deallocate_or_delete_pod_claims(s, pod)
+
+    def _deallocate_or_delete_pod_claims(self, s: _State | None, pod: PodInfo) -> Status:
+        """One of the pod's claims Filter found unavailable, allocated and reserved for no
+        other pod, deallocated; else its extended resources' claim deleted (upstream
+        deallocateOrDeletePodClaims)."""
         if s is None or not s.claims:
-            return None, Status(Code.UNSCHEDULABLE)
+            return Status(Code.UNSCHEDULABLE)
         for index in sorted(s.unavailable):
             claim = s.claims[index]
             reserved = (claim.get("status") or {}).get("reservedFor") or ()
@@ -467,16 +480,16 @@ class DynamicResources:
                     self.handle.client.request("PUT", f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/"
                                                f"{meta.get('name')}/status", updated)
                 except ApiError as err:
-                    return None, Status(Code.ERROR, str(err), plugin=self.name, error=err)
-                return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed", plugin=self.name)
+                    return Status(Code.ERROR, str(err), plugin=self.name, error=err)
+                return Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed", plugin=self.name)
         extended = s.extended
         if extended is not None and _meta(extended).get("name") != SPECIAL_CLAIM_NAME:
             try:
                 self._delete_claim(extended)
             except ApiError as err:
-                return None, Status(Code.ERROR, str(err), plugin=self.name, error=err)
-            return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed", plugin=self.name)
-        return None, Status(Code.UNSCHEDULABLE)
+                return Status(Code.ERROR, str(err), plugin=self.name, error=err)
+            return Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed", plugin=self.name)
+        return Status(Code.UNSCHEDULABLE)
 
     def _delete_claim(self, claim: dict) -> None:
         meta = _meta(claim)

@@ -164,6 +164,47 @@ def test_claim_allocated_elsewhere_and_reserved_only_for_this_pod_is_deallocated
     assert path.endswith("/resourceclaims/claim/status") and "allocation" not in body["status"]
 
 
+def test_pod_group_post_filter_deallocates_each_tried_members_claim_as_post_filter_does():
+    def allocated_to(name):
+        allocated = claim(f"claim-{name}")
+        allocated["status"] = {
+            "allocation": {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "n2",
+                                                    "device": "gpu-0"}]},
+                           "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                               {"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}},
+            "reservedFor": [{"resource": "pods", "name": name, "uid": f"uid-{name}"}]}
+        return allocated
+
+    client = FakeClient()
+    p = plugin([allocated_to("a"), allocated_to("b"), allocated_to("c")], [gpu_slice("n1", 1)], client=client)
+    members = [pod(name, claims=(("gpu", f"claim-{name}"),)) for name in ("a", "b", "c")]
+    states = []
+    for member in members[:2]:  # the cycle tried two of the three
+        state, _unused = cycle(p, member, [node("n1")])
+        assert p.filter(state, member, node("n1")).reasons == ["resourceclaim not available on the node"]
+        states.append(state)
+    nominations, status = p.pod_group_post_filter({}, members, states, None)
+    assert nominations == {}
+    assert (status.code, status.reasons) == (Code.UNSCHEDULABLE, ["deallocation and deletion of ResourceClaims completed"])
+    assert sorted(path.rsplit("/", 2)[-2] for _method, path, _body in client.calls) == ["claim-a", "claim-b"]
+    assert all("allocation" not in body["status"] for _method, _path, body in client.calls)
+
+
+def test_pod_group_post_filter_fails_when_no_member_reached_pre_filter_and_stops_at_an_api_error():
+    p = plugin([claim()], [gpu_slice("n1", 1)], client=failing_status_update())
+    status = p.pod_group_post_filter({}, [pod()], [CycleState()], None)[1]
+    assert (status.code, status.reasons) == (Code.ERROR, ["not found"])
+    allocated = claim()
+    allocated["status"] = {"allocation": {"devices": {"results": []}, "nodeSelector": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}}}
+    p = plugin([allocated], [gpu_slice("n1", 1)], client=failing_status_update())
+    the_pod = pod()
+    state, _unused = cycle(p, the_pod, [node("n1")])
+    p.filter(state, the_pod, node("n1"))
+    status = p.pod_group_post_filter({}, [the_pod], [state], None)[1]
+    assert status.code == Code.ERROR and "etcd is sad" in status.message()
+
+
 def test_score_prefers_the_earlier_subrequest():
     first_available = {"name": "gpu", "firstAvailable": [
         {"name": "big", "deviceClassName": "gpu.example.com", "count": 1,

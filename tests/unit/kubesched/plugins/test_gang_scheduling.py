@@ -381,13 +381,13 @@ def test_pod_group_post_filter_refuses_with_upstreams_words_before_simulating():
     preemption = sched.frameworks["default-scheduler"].plugins["DefaultPreemption"]
     never = PodInfo(member("a"))
     never.preemption_policy = "Never"
-    nominations, status = preemption.pod_group_post_filter(pod_group(), [never], 1, no_simulation)
+    nominations, status = preemption.pod_group_post_filter(pod_group(), [never], [], no_simulation)
     assert (nominations, status.code, status.message()) == (
         {}, Code.UNSCHEDULABLE, "pod group preemption: not eligible due to preemptionPolicy=Never.")
     # Only pods of the group's own priority (0) are placed: nobody to preempt.
     sched.on_pod_add(pod_raw("same", cpu="100m", node="n1", priority=0))
     sched.cache.update_snapshot(sched.snapshot)
-    nominations, status = preemption.pod_group_post_filter(pod_group(), [PodInfo(member("a"))], 1, no_simulation)
+    nominations, status = preemption.pod_group_post_filter(pod_group(), [PodInfo(member("a"))], [], no_simulation)
     assert (nominations, status.code, status.message()) == (
         {}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
         "pod group preemption: No preemption victims found for incoming preemptor")
