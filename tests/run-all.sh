@@ -58,10 +58,15 @@ drop_priority_cgroup() {  # what is still in it (a lab kept up) goes back to the
 }
 
 # shellcheck disable=SC2317 # called from the EXIT trap
-stop_molecule() {
+stop_molecule() {  # and wait (up to 5 minutes) until its lanes have destroyed their containers
+  local waited=0
   [ -n "$molecule_pid" ] || return 0
   kill -TERM -- "-$molecule_pid" 2>/dev/null
   wait "$molecule_pid" 2>/dev/null
+  while kill -0 -- "-$molecule_pid" 2>/dev/null && [ "$waited" -lt 300 ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
   molecule_pid=
 }
 trap 'stop_molecule; [ "$started_lab" = 1 ] && [ "${KEEP_LAB:-0}" != 1 ] && bash lab/lab.sh down; drop_priority_cgroup' EXIT
