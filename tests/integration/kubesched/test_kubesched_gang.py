@@ -423,6 +423,55 @@ def test_a_gang_whose_members_claim_devices_allocates_none_until_all_fit(
     assert outcomes["kubesched"]["nodes with two"] == ["a", "b"]
 
 
+def test_a_gang_whose_member_holds_a_claim_allocated_where_it_cannot_run_gets_it_deallocated(
+        gang_scheduler, nodes, core_v1, api_client):
+    """w0's claim was allocated (by an earlier attempt, say) to node a's GPU, but w0 may only run
+    on b: the group fails, its PodGroupPostFilter deallocates the claim, and the next attempt
+    places both members, w0 with a GPU of b."""
+    from test_kubesched_dra import DRIVER, Run, gpu_request
+    from test_kubesched_dra import VERSION as DRA_VERSION
+
+    dra = client.CustomObjectsApi(api_client)
+    outcomes, runs = {}, []
+    try:
+        for kind in SCHEDULERS:
+            run = Run(kind, gang_scheduler(kind), core_v1, dra, nodes, f"t-gang-dealloc-{kind[:6]}-{uuid.uuid4().hex[:5]}")
+            runs.append(run)
+            run.make_nodes("a", "b")
+            run.publish("a", gpus=1)
+            run.publish("b", gpus=2)
+            gpu = run.gpu_class()
+            group = f"train-{run.tag}"
+            dra.create_namespaced_custom_object(GROUP, VERSION, run.namespace, PLURAL, {
+                "apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": group},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
+            for i in range(2):
+                run.claim(f"gpu{i}", gpu_request(gpu))
+            allocation = {
+                "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": run.node("a"),
+                                         "device": "gpu-0"}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [run.node("a")]}]}]}}
+            dra.patch_namespaced_custom_object_status("resource.k8s.io", DRA_VERSION, run.namespace, "resourceclaims",
+                                                      "gpu0", {"status": {"allocation": allocation}})
+            run.pod("w0", "gpu0", schedulingGroup={"podGroupName": group},
+                    nodeSelector={"kubernetes.io/hostname": run.node("b")})
+            run.pod("w1", "gpu1", schedulingGroup={"podGroupName": group})
+            wait_for(lambda r=run: all(r.outcome(f"w{i}")["node"] for i in range(2)), 90,
+                     what=f"{kind}: both members bound once w0's claim was deallocated")
+            outcomes[kind] = {"w0": run.outcome("w0")["node"], "gpu0": run.devices("gpu0"),
+                              "deallocation seen": any("deallocation and deletion of ResourceClaims completed" in m
+                                                       for m in run.event_messages("w0", "FailedScheduling"))}
+            run.remove_nodes()
+    finally:
+        for run in runs:
+            run.cleanup()
+    print(json.dumps(outcomes, indent=1))
+    assert outcomes["kubesched"] == outcomes["kube-scheduler"]
+    assert outcomes["kubesched"]["w0"] == "b" and outcomes["kubesched"]["gpu0"][0].startswith("b/")
+    assert outcomes["kubesched"]["deallocation seen"]
+
+
 @pytest.fixture
 def priority_classes(api_client):
     """(low, high): two PriorityClasses, 10 and 100, removed afterwards."""
