@@ -9,7 +9,10 @@ Three places a pending pod can wait:
 - unschedulable pods: pods no node fitted. They move back to activeQ/backoffQ when a cluster
   event one of their rejecting plugins registered for happens (a node added, a taint removed,
   a pod deleted...) and that plugin's QueueingHint, shown the objects before and after, does
-  not rule it out; or after podMaxInUnschedulablePodsDuration (5 minutes) regardless.
+  not rule it out; or after podMaxInUnschedulablePodsDuration (5 minutes) regardless. A pod
+  rejected while such an event arrived during its attempt goes to backoffQ instead; events
+  its rejecting plugins do not care about leave it with the unschedulable pods (upstream's
+  in-flight events and determineSchedulingHintForInFlightPod).
 Pods a PreEnqueue plugin rejects (SchedulingGates) wait as "gated" until an update lets them in.
 A PodGroup's pod that arrives while its group is being scheduled waits as "pending" until the
 group's attempt ends, and then returns with the group (upstream's pendingPodGroupPods).
@@ -22,6 +25,7 @@ import itertools
 import math
 import threading
 import time
+from collections import deque
 from typing import Any, Callable
 
 from kubesched import klog, metrics
@@ -40,6 +44,9 @@ UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
 PENDING = "pending"
 
+# The in-flight events are trimmed to the oldest attempt still open when they pass this count.
+IN_FLIGHT_EVENTS_TRIM = 4096
+
 # Event labels as upstream names them in scheduler_queue_incoming_pods_total.
 EVENT_POD_ADD = "PodAdd"
 EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
@@ -52,7 +59,8 @@ class QueuedPod:
     timestamp/attempts/unschedulable_plugins fields are kept current, since QueueSort reads them."""
 
     __slots__ = ("pod", "unschedulable_count", "consecutive_errors", "backoff_expiration",
-                 "gated_by", "where", "cycle", "unschedulable_since", "seq", "group_size")
+                 "gated_by", "where", "events_from", "updated_in_flight", "unschedulable_since", "seq",
+                 "group_size")
 
     def __init__(self, pod: PodInfo):
         self.pod = pod
@@ -61,7 +69,10 @@ class QueuedPod:
         self.backoff_expiration = 0.0
         self.gated_by = ""
         self.where = ""
-        self.cycle = 0
+        # The first in-flight event of its current attempt, and whether the pod itself
+        # changed during it (either may make a rejection stale).
+        self.events_from = 0
+        self.updated_in_flight = False
         self.unschedulable_since = 0.0
         self.seq = 0
         # The size of the PodGroup it was last attempted with (0: attempted alone); a group's
@@ -158,7 +169,10 @@ class SchedulingQueue:
         # its count of consecutive errors; dropped once the pod is bound or deleted.
         self.binding: dict[str, QueuedPod] = {}
         self.scheduling_cycle = 0
-        self.move_request_cycle = -1
+        # Cluster events seen while any pod was in flight or binding, as (number, event, old, new):
+        # a rejected pod is judged by those of its own attempt (upstream's inFlightEvents).
+        self.in_flight_events: deque[tuple[int, ClusterEvent, dict | None, dict | None]] = deque()
+        self._events_seen = 0
         self.closed = False
         self._seq = itertools.count()
         # The PodGroup being scheduled ("namespace/name", '' for none), the pods of it that
@@ -279,7 +293,7 @@ class SchedulingQueue:
             if flying is not None:
                 # Scheduling it right now; an update may make a rejection stale.
                 _carry(flying.pod, new)
-                self.move_request_cycle = self.scheduling_cycle
+                flying.updated_in_flight = True
                 return
             self.add_locked(new)
             return
@@ -306,7 +320,8 @@ class SchedulingQueue:
     def delete(self, pod: PodInfo) -> None:
         """The pod is gone from the queue's concern: deleted, or bound."""
         with self.cond:
-            self.binding.pop(pod.uid, None)
+            if self.binding.pop(pod.uid, None) is not None:
+                self._forget_events_if_idle()
             self.nominator.delete_nominated_pod_if_exists(pod)
             entry = self.entries.get(pod.uid)
             if entry is not None:
@@ -336,7 +351,8 @@ class SchedulingQueue:
         """Out of its place and in flight, in the current scheduling cycle."""
         self._unplace(entry)
         self._publish()
-        entry.cycle = self.scheduling_cycle
+        entry.events_from = self._events_seen
+        entry.updated_in_flight = False
         entry.backoff_expiration = 0.0
         pod = entry.pod
         pod.attempts += 1
@@ -402,9 +418,10 @@ class SchedulingQueue:
         entry.pod = pod
         return entry
 
-    def add_unschedulable_if_not_present(self, pod: PodInfo, cycle: int | None = None) -> None:
-        """Return a pod whose attempt failed: to backoffQ when it might fit now (an error, or
-        a relevant event while it was being scheduled), else to the unschedulable pods."""
+    def add_unschedulable_if_not_present(self, pod: PodInfo) -> None:
+        """Return a pod whose attempt failed: to backoffQ when it might fit now (an error, a
+        change of the pod itself, or an event one of its rejecting plugins says may help that
+        arrived during its attempt), else to the unschedulable pods."""
         with self.cond:
             entry = self._returned(pod)
             if entry is None:
@@ -417,11 +434,37 @@ class SchedulingQueue:
                 entry.consecutive_errors = 0
             else:
                 entry.consecutive_errors += 1
-            cycle = entry.cycle if cycle is None else cycle
-            if not rejected or self.move_request_cycle >= cycle:
+            if not rejected or entry.updated_in_flight or self._helped_in_flight(entry):
                 self._place(entry, BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)
             else:
                 self._place(entry, UNSCHEDULABLE, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+            self._forget_events_if_idle()
+
+    def _helped_in_flight(self, entry: QueuedPod) -> bool:
+        """Whether an event of entry's attempt may help it: one of its rejecting plugins
+        registered the event and its QueueingHint does not say skip (upstream
+        determineSchedulingHintForInFlightPod; the pre-check of a move does not apply)."""
+        pod = entry.pod
+        plugins = pod.unschedulable_plugins | pod.pending_plugins
+        for number, event, old, new in reversed(self.in_flight_events):
+            if number < entry.events_from:
+                break
+            if any(self._plugin_cares(plugin, event, pod, old, new) for plugin in plugins):
+                return True
+        return False
+
+    def _forget_events_if_idle(self) -> None:
+        if not self.in_flight and not self.binding:
+            self.in_flight_events.clear()
+
+    def _record_in_flight_event(self, event: ClusterEvent, old: dict | None, new: dict | None) -> None:
+        events = self.in_flight_events
+        events.append((self._events_seen, event, old, new))
+        self._events_seen += 1
+        if len(events) > IN_FLIGHT_EVENTS_TRIM:
+            oldest = min(entry.events_from for table in (self.in_flight, self.binding) for entry in table.values())
+            while events and events[0][0] < oldest:
+                events.popleft()
 
     def add_attempted_pod_group_member(self, pod: PodInfo, rejected: bool, group_size: int,
                                        without_backoff: bool = False) -> None:
@@ -447,6 +490,7 @@ class SchedulingQueue:
                 else:
                     entry.consecutive_errors += 1
             self._requeue(entry, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+            self._forget_events_if_idle()
 
     def pod_group_attempted(self) -> None:
         """The in-flight PodGroup's attempt is over and its members are back (upstream
@@ -479,7 +523,8 @@ class SchedulingQueue:
         may help (upstream isPodWorthRequeuing): the plugin registered the event and its
         hint, given the objects before (old) and after (new) the change, does not say skip."""
         with self.cond:
-            self.move_request_cycle = self.scheduling_cycle
+            if self.in_flight or self.binding:
+                self._record_in_flight_event(event, old, new)
             label = _event_label(event)
             for entry in list(self.unschedulable.values()):
                 if pre_check is not None and not pre_check(entry.pod):

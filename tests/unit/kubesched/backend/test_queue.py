@@ -107,6 +107,64 @@ def test_event_during_the_attempt_sends_the_pod_to_backoff(clock):
     assert q.where(p.uid) == BACKOFF
 
 
+def test_an_event_its_rejecting_plugin_ignores_leaves_the_pod_waiting_for_one_it_cares_about(clock):
+    # FakeLabelFilter registers node adds and label changes, not pod deletions: a busy cluster's
+    # deletions during the attempt must not send the pod round through backoff again and again.
+    q = make_queue(clock)
+    q.add(pod("p"))
+    p = q.pop(timeout=0)
+    q.move_all_to_active_or_backoff(POD_DELETE)
+    q.move_all_to_active_or_backoff(NODE_TAINT)
+    fail(q, p, "FakeLabelFilter")
+    assert q.where(p.uid) == UNSCHEDULABLE
+    assert not q.in_flight_events, "no attempt open: nothing kept"
+    q.move_all_to_active_or_backoff(NODE_LABEL)
+    assert q.where(p.uid) == BACKOFF
+
+
+def test_only_the_events_of_the_pods_own_attempt_count(clock):
+    q = make_queue(clock)
+    q.add(pod("early"))
+    q.add(pod("late"))
+    early = q.pop(timeout=0)
+    q.move_all_to_active_or_backoff(NODE_ADD)  # during early's attempt only
+    late = q.pop(timeout=0)
+    q.move_all_to_active_or_backoff(POD_DELETE)
+    fail(q, late, "FakeLabelFilter")
+    fail(q, early, "FakeLabelFilter")
+    assert (q.where(early.uid), q.where(late.uid)) == (BACKOFF, UNSCHEDULABLE)
+
+
+def test_a_change_of_the_pod_during_its_attempt_sends_it_to_backoff(clock):
+    q = make_queue(clock)
+    q.add(pod("p"))
+    p = q.pop(timeout=0)
+    changed = type(p)({**p.raw, "metadata": {**p.raw["metadata"], "labels": {"new": "label"}}})
+    q.update(p, changed)
+    fail(q, changed, "FakeLabelFilter")
+    assert q.where(p.uid) == BACKOFF
+
+
+def test_in_flight_events_are_trimmed_to_the_oldest_open_attempt(clock, monkeypatch):
+    monkeypatch.setattr("kubesched.backend.queue.IN_FLIGHT_EVENTS_TRIM", 10)
+    q = make_queue(clock)
+    q.add(pod("binding"))
+    q.add(pod("p"))
+    binding = q.pop(timeout=0)
+    q.done(binding.uid)  # binding: its attempt stays open until it is bound or returns
+    for _unused in range(5):
+        q.move_all_to_active_or_backoff(POD_DELETE)
+    p = q.pop(timeout=0)
+    for _unused in range(20):
+        q.move_all_to_active_or_backoff(POD_DELETE)
+    assert q.in_flight_events[0][0] == 0, "the binding pod's events are kept"
+    q.delete(binding)  # bound
+    q.move_all_to_active_or_backoff(POD_DELETE)
+    assert q.in_flight_events[0][0] == 5 and len(q.in_flight_events) == 21
+    fail(q, p, "FakeLabelFilter")
+    assert not q.in_flight_events
+
+
 def test_backoff_pod_is_popped_early_when_nothing_else_waits(clock):
     q = make_queue(clock)
     q.add(pod("p"))
