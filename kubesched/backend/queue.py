@@ -463,6 +463,10 @@ class SchedulingQueue:
         self._events_seen += 1
         if len(events) > IN_FLIGHT_EVENTS_TRIM:
             oldest = min(entry.events_from for table in (self.in_flight, self.binding) for entry in table.values())
+            # However long a bind takes, the list stays bounded: an attempt that old has only
+            # its latest events judged (a pod left unschedulable by that is retried within the
+            # 5-minute flush).
+            oldest = max(oldest, self._events_seen - 4 * IN_FLIGHT_EVENTS_TRIM)
             while events and events[0][0] < oldest:
                 events.popleft()
 

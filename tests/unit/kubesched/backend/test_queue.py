@@ -163,6 +163,11 @@ def test_in_flight_events_are_trimmed_to_the_oldest_open_attempt(clock, monkeypa
     assert q.in_flight_events[0][0] == 5 and len(q.in_flight_events) == 21
     fail(q, p, "FakeLabelFilter")
     assert not q.in_flight_events
+    q.add(pod("stuck"))
+    q.done(q.pop(timeout=0).uid)  # a bind that never ends keeps only the latest events
+    for _unused in range(100):
+        q.move_all_to_active_or_backoff(POD_DELETE)
+    assert len(q.in_flight_events) <= 4 * 10 + 1
 
 
 def test_backoff_pod_is_popped_early_when_nothing_else_waits(clock):
