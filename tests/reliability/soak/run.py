@@ -232,7 +232,9 @@ class Run:
         self.ledger.close_deferred()
         out["races"] = dict(self.ledger.races)
         out["binds"] = self.ledger.binds
-        out["bind_latency_s"] = {cls: _percentiles(values) for cls, values in self.ledger.bind_latencies.items()}
+        with self.ledger.lock:
+            latencies = {cls: list(values) for cls, values in self.ledger.bind_latencies.items()}
+        out["bind_latency_s"] = {cls: _percentiles(values) for cls, values in latencies.items()}
         pods, _rv = self.cluster.list_all(f"/api/v1/namespaces/{NAMESPACE}/pods")
         out["stale_nominations"] = [p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")
                                     and (p.get("status") or {}).get("nominatedNodeName")]
@@ -315,7 +317,8 @@ class Run:
         fresh.close()
         pods, _rv = self.cluster.list_all(f"/api/v1/namespaces/{NAMESPACE}/pods")
         lost, room_freed = split_fresh_binds(wanted - still, at_stop, pods)
-        keys = {p.uid: p.key for p in self.ledger.pods.values()}
+        with self.ledger.lock:  # its watches still run
+            keys = {p.uid: p.key for p in self.ledger.pods.values()}
         return {"offered": len(wanted), "bound_by_fresh_instance": sorted(keys.get(u, u) for u in lost),
                 "bound_where_room_was_freed_after_the_stop": sorted(keys.get(u, u) for u in room_freed),
                 "still_pending": sorted(keys.get(u, u) for u in still)}
