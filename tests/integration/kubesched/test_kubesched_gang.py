@@ -383,41 +383,56 @@ def test_a_gang_with_wait_for_first_consumer_claims_binds_no_volume_until_all_fi
                                      "nodes with two": 2}
 
 
-def test_a_gang_whose_members_claim_devices_allocates_none_until_all_fit(
-        gang_scheduler, nodes, core_v1, api_client):
-    from test_kubesched_dra import Run, gpu_request
+def dra_gang_outcomes(gang_scheduler, nodes, core_v1, api_client, tag: str, scenario) -> dict:
+    """{scheduler: scenario(run, group)} for each scheduler, on its own nodes a and b, namespace and
+    device class (test_kubesched_dra.Run), with a PodGroup of minCount 2 named group."""
+    from test_kubesched_dra import Run
 
     dra = client.CustomObjectsApi(api_client)
     outcomes, runs = {}, []
     try:
         for kind in SCHEDULERS:
-            run = Run(kind, gang_scheduler(kind), core_v1, dra, nodes, f"t-gang-dra-{kind[:6]}-{uuid.uuid4().hex[:5]}")
+            run = Run(kind, gang_scheduler(kind), core_v1, dra, nodes, f"t-{tag}-{kind[:6]}-{uuid.uuid4().hex[:5]}")
             runs.append(run)
             run.make_nodes("a", "b")
-            run.publish("a", gpus=1)
-            gpu = run.gpu_class()
             group = f"train-{run.tag}"
             dra.create_namespaced_custom_object(GROUP, VERSION, run.namespace, PLURAL, {
                 "apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": group},
                 "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
-            for i in range(2):
-                run.claim(f"gpu{i}", gpu_request(gpu))
-                run.pod(f"w{i}", f"gpu{i}", schedulingGroup={"podGroupName": group})
-            first = {f"w{i}": run.outcome(f"w{i}") for i in range(2)}
-            time.sleep(2)
-            allocated_with_one = [c for c in ("gpu0", "gpu1") if run.allocation(c)]
-            run.publish("b", gpus=1)
-            wait_for(lambda r=run: all(r.outcome(f"w{i}")["node"] for i in range(2)), 90,
-                     what=f"{kind}: both members bound")
-            outcomes[kind] = {"bound with one device": sorted(p for p, o in first.items() if o["node"]),
-                              "allocated with one device": allocated_with_one,
-                              "nodes with two": sorted(run.outcome(f"w{i}")["node"] for i in range(2)),
-                              "devices with two": sorted(d for c in ("gpu0", "gpu1") for d in run.devices(c))}
+            outcomes[kind] = scenario(run, group)
             run.remove_nodes()
     finally:
         for run in runs:
             run.cleanup()
     print(json.dumps(outcomes, indent=1))
+    return outcomes
+
+
+def both_members_bound(run) -> None:
+    wait_for(lambda: all(run.outcome(f"w{i}")["node"] for i in range(2)), 90, what=f"{run.kind}: both members bound")
+
+
+def test_a_gang_whose_members_claim_devices_allocates_none_until_all_fit(
+        gang_scheduler, nodes, core_v1, api_client):
+    from test_kubesched_dra import gpu_request
+
+    def scenario(run, group):
+        run.publish("a", gpus=1)
+        gpu = run.gpu_class()
+        for i in range(2):
+            run.claim(f"gpu{i}", gpu_request(gpu))
+            run.pod(f"w{i}", f"gpu{i}", schedulingGroup={"podGroupName": group})
+        first = {f"w{i}": run.outcome(f"w{i}") for i in range(2)}
+        time.sleep(2)
+        allocated_with_one = [c for c in ("gpu0", "gpu1") if run.allocation(c)]
+        run.publish("b", gpus=1)
+        both_members_bound(run)
+        return {"bound with one device": sorted(p for p, o in first.items() if o["node"]),
+                "allocated with one device": allocated_with_one,
+                "nodes with two": sorted(run.outcome(f"w{i}")["node"] for i in range(2)),
+                "devices with two": sorted(d for c in ("gpu0", "gpu1") for d in run.devices(c))}
+
+    outcomes = dra_gang_outcomes(gang_scheduler, nodes, core_v1, api_client, "gang-dra", scenario)
     assert outcomes["kubesched"] == outcomes["kube-scheduler"]
     assert outcomes["kubesched"]["bound with one device"] == [] and outcomes["kubesched"]["allocated with one device"] == []
     assert outcomes["kubesched"]["nodes with two"] == ["a", "b"]
@@ -428,43 +443,28 @@ def test_a_gang_whose_member_holds_a_claim_allocated_where_it_cannot_run_gets_it
     """w0's claim was allocated (by an earlier attempt, say) to node a's GPU, but w0 may only run
     on b: the group fails, its PodGroupPostFilter deallocates the claim, and the next attempt
     places both members, w0 with a GPU of b."""
-    from test_kubesched_dra import DRIVER, Run, gpu_request
+    from test_kubesched_dra import DRIVER, gpu_request
     from test_kubesched_dra import VERSION as DRA_VERSION
 
-    dra = client.CustomObjectsApi(api_client)
-    outcomes, runs = {}, []
-    try:
-        for kind in SCHEDULERS:
-            run = Run(kind, gang_scheduler(kind), core_v1, dra, nodes, f"t-gang-dealloc-{kind[:6]}-{uuid.uuid4().hex[:5]}")
-            runs.append(run)
-            run.make_nodes("a", "b")
-            run.publish("a", gpus=1)
-            run.publish("b", gpus=2)
-            gpu = run.gpu_class()
-            group = f"train-{run.tag}"
-            dra.create_namespaced_custom_object(GROUP, VERSION, run.namespace, PLURAL, {
-                "apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": group},
-                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
-            for i in range(2):
-                run.claim(f"gpu{i}", gpu_request(gpu))
-            allocation = {
-                "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": run.node("a"),
-                                         "device": "gpu-0"}]},
-                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [run.node("a")]}]}]}}
-            dra.patch_namespaced_custom_object_status("resource.k8s.io", DRA_VERSION, run.namespace, "resourceclaims",
+    def scenario(run, group):
+        run.publish("a", gpus=1)
+        run.publish("b", gpus=2)
+        gpu = run.gpu_class()
+        for i in range(2):
+            run.claim(f"gpu{i}", gpu_request(gpu))
+        allocation = {
+            "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": run.node("a"), "device": "gpu-0"}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [run.node("a")]}]}]}}
+        run.dra.patch_namespaced_custom_object_status("resource.k8s.io", DRA_VERSION, run.namespace, "resourceclaims",
                                                       "gpu0", {"status": {"allocation": allocation}})
-            run.pod("w0", "gpu0", schedulingGroup={"podGroupName": group},
-                    nodeSelector={"kubernetes.io/hostname": run.node("b")})
-            run.pod("w1", "gpu1", schedulingGroup={"podGroupName": group})
-            wait_for(lambda r=run: all(r.outcome(f"w{i}")["node"] for i in range(2)), 90,
-                     what=f"{kind}: both members bound once w0's claim was deallocated")
-            outcomes[kind] = {"w0": run.outcome("w0")["node"], "gpu0": run.devices("gpu0")}
-            run.remove_nodes()
-    finally:
-        for run in runs:
-            run.cleanup()
-    print(json.dumps(outcomes, indent=1))
+        run.pod("w0", "gpu0", schedulingGroup={"podGroupName": group},
+                nodeSelector={"kubernetes.io/hostname": run.node("b")})
+        run.pod("w1", "gpu1", schedulingGroup={"podGroupName": group})
+        both_members_bound(run)
+        return {"w0": run.outcome("w0")["node"], "gpu0": run.devices("gpu0")}
+
+    outcomes = dra_gang_outcomes(gang_scheduler, nodes, core_v1, api_client, "gang-dealloc", scenario)
     assert outcomes["kubesched"] == outcomes["kube-scheduler"]
     assert outcomes["kubesched"]["w0"] == "b" and outcomes["kubesched"]["gpu0"][0].startswith("b/")
 
