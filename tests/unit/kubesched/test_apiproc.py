@@ -1,5 +1,5 @@
 """The hand-off between the scheduling process and its API children (kubesched/apiproc.py):
-records applied in order, a listing's difference, a handler failure asking for a relist,
+records applied in order, every waiting message read at once, a listing's difference, a handler failure asking for a relist,
 request failures raised in the caller, the token bucket kept, and no child left behind."""
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ import sys
 import textwrap
 import threading
 import time
+from multiprocessing.connection import Connection
 
 import pytest
 
 from kubesched import jsoncodec
-from kubesched.apiproc import ApiProcesses, ChildLost
+from kubesched.apiproc import ApiProcesses, ChildLost, read_messages
 from kubesched.backend.informer import Informer
 from kubesched.client import ClusterCredentials
 from kubesched.framework.handle import Handle
@@ -198,3 +199,58 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"  # a zombie has exited; only its parent's wait is missing
+
+
+class CountingSocket:
+    """A socket whose recv calls are counted and may be cut short, to split messages anywhere."""
+
+    def __init__(self, sock, most=None):
+        self.sock, self.most, self.calls = sock, most, 0
+
+    def recv(self, size):
+        self.calls += 1
+        return self.sock.recv(min(size, self.most or size))
+
+
+def test_read_messages_returns_each_message_whole_however_the_bytes_arrive():
+    ours, theirs = socket.socketpair()
+    sizes = [0, 1, 3, 4, 5, 700, 16384, 16385, 70000, 2]
+    sent = [bytes([n % 251]) * n for n in sizes]
+
+    def send():
+        conn = Connection(theirs.detach())
+        for message in sent:
+            conn.send_bytes(message)
+        conn.close()
+
+    writer = threading.Thread(target=send)
+    writer.start()
+    received = list(read_messages(CountingSocket(ours, most=7)))  # 7 bytes a recv: headers split too
+    writer.join()
+    ours.close()
+    assert received == sent
+
+
+def test_read_messages_takes_every_waiting_message_in_one_recv():
+    ours, theirs = socket.socketpair()
+    conn = Connection(theirs.detach())
+    for n in range(100):  # all of them fit in the socket's buffer (each small send takes about 1 kB of it)
+        conn.send_bytes(jsoncodec.dumps([n, "E", "MODIFIED", obj(f"n{n}", str(n)), str(n)]))
+    conn.close()
+    counting = CountingSocket(ours)
+    received = [jsoncodec.loads(message)[0] for message in read_messages(counting)]
+    ours.close()
+    assert received == list(range(100))
+    # recv_bytes would make 200 calls, each a GIL hand-back a busy scheduling loop makes
+    # the reader wait 5 ms for (tests/bench/micro/busy_reader.py); here: the data, then EOF.
+    assert counting.calls <= 3
+
+
+def test_read_messages_ends_when_the_socket_is_shut_down():
+    ours, theirs = socket.socketpair()
+    done = threading.Event()
+    threading.Thread(target=lambda: (list(read_messages(ours)), done.set()), daemon=True).start()
+    ours.shutdown(socket.SHUT_RDWR)
+    assert done.wait(5)
+    ours.close()
+    theirs.close()
