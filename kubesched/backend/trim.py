@@ -105,7 +105,32 @@ def trim_node(node: dict) -> dict:
 Transform = Callable[[dict], dict]
 
 
-_intern = sys.intern
+def sys_intern_frees_strings() -> bool:
+    """Whether a string sys.intern returns is freed when its last user goes.
+
+    It is, as documented, except on CPython 3.12.0 to 3.12.5, where every interned string
+    was immortal (python/cpython#113993, fixed in 3.12.6; Ubuntu 24.04's 3.12.3 has it): a
+    scheduler that interned each pod's name and UID kept them all for as long as it ran.
+    An immortal object reports a reference count of about 2**32 (PEP 683)."""
+    probe = sys.intern("".join(("kubesched-intern-probe-", str(id(object())))))
+    return sys.getrefcount(probe) < 1 << 30
+
+
+SHARED_MAX = 1 << 16
+_shared: dict[str, str] = {}
+
+
+def share(value: str) -> str:
+    """sys.intern's sharing from a table of at most SHARED_MAX strings, emptied when full,
+    for interpreters whose interned strings are never freed: a string the table drops lives
+    on only in the objects that hold it."""
+    shared = _shared.setdefault(value, value)
+    if len(_shared) > SHARED_MAX:
+        _shared.clear()
+    return shared
+
+
+_intern = sys.intern if sys_intern_frees_strings() else share
 
 
 def intern_strings(obj: Union[dict, list]) -> Union[dict, list]:
@@ -114,8 +139,9 @@ def intern_strings(obj: Union[dict, list]) -> Union[dict, list]:
     Pods made from one template repeat most of their strings (namespace, image, quantities,
     toleration keys, the service account volume...), and a decoder makes a new string for
     each: interned, the pods share them, which is most of what a trimmed pod's strings
-    weigh. Interned strings are freed when the last user goes, so unique
-    ones (names, UIDs) cost nothing extra. Keys are left alone (the JSON decoder caches
+    weigh. Interned strings are freed when the last user goes, so unique ones (names,
+    UIDs) cost nothing extra; where the interpreter would keep them forever, a bounded
+    table shares them instead (``share``). Keys are left alone (the JSON decoder caches
     them already)."""
     if isinstance(obj, dict):
         for key, value in obj.items():

@@ -1,6 +1,7 @@
 """What the informers keep of a pod or node: everything scheduling reads, nothing else."""
 
 import copy
+import sys
 import threading
 
 from kubesched_fakes import FakeClient
@@ -151,6 +152,33 @@ def test_informers_keep_one_copy_of_a_string_that_pods_repeat():
     assert first["spec"]["containers"][0]["image"] is second["spec"]["containers"][0]["image"]
     assert first["spec"]["tolerations"][0]["key"] is second["spec"]["tolerations"][0]["key"]
     assert first["spec"]["containers"][0]["ports"][0]["containerPort"] == 80
+
+
+def test_interning_uses_sys_intern_only_where_its_strings_are_freed(monkeypatch):
+    from kubesched.backend import trim
+
+    # CPython frees them, except 3.12.0 to 3.12.5 (python/cpython#113993)
+    immortal = (3, 12, 0) <= sys.version_info[:3] < (3, 12, 6)
+    assert trim.sys_intern_frees_strings() is not immortal
+    assert (trim._intern is sys.intern) is not immortal
+    # CPython 3.12.0-3.12.5: every interned string is immortal, reported as a refcount of 2**32 - 1.
+    monkeypatch.setattr(trim.sys, "getrefcount", lambda _obj: 2**32 - 1)
+    assert trim.sys_intern_frees_strings() is False
+
+
+def test_the_shared_table_shares_equal_strings_and_never_grows_past_its_bound(monkeypatch):
+    from kubesched.backend import trim
+
+    monkeypatch.setattr(trim, "SHARED_MAX", 100)
+    monkeypatch.setattr(trim, "_shared", {})
+    first = trim.share("".join(("bench-", "x" * 40)))
+    assert trim.share("".join(("bench-", "x" * 40))) is first
+    for n in range(1000):  # a UID per pod
+        trim.share(f"uid-{n}")
+        assert len(trim._shared) <= 100
+    # the table was emptied on the way: the string is shared again from its next use
+    again = trim.share("".join(("bench-", "x" * 40)))
+    assert trim.share("".join(("bench-", "x" * 40))) is again
 
 
 def test_the_informer_store_holds_interned_objects():
