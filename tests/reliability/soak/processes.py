@@ -4,7 +4,9 @@ An instance is its main process and every process under it (kubesched's watch an
 processes, kubesched/apiproc.py), summed. ``judge`` says whether a process's figures stayed
 flat: the median of the last tenth of its judged window against the median of the first
 tenth, after a warm-up. A window starts again when the process becomes leader (a standby
-that takes over builds its scheduling state then, which is a step, not a leak).
+that takes over builds its scheduling state then, which is a step, not a leak). The API's
+pod count over the same tenths is reported beside it: a scheduler holds every pod, so a
+cluster that grew (kwok behind on a busy machine) grows it too. It is context, not judged.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class Verdict:
     start: dict
     end: dict
     growth: dict
+    pods: dict | None = None  # the API's pods at the start and end of the window, and their growth
 
     @property
     def flat(self) -> bool:
@@ -98,6 +101,10 @@ def judge(samples: list[dict], *, warmup_s: float, min_window_s: float, run_warm
         start = {name: statistics.median(s[name] for s in judged[:tenth]) for name in FIGURES}
         end = {name: statistics.median(s[name] for s in judged[-tenth:]) for name in FIGURES}
         growth = {name: round(end[name] / start[name] - 1.0, 3) if start[name] else 0.0 for name in FIGURES}
+        pods = None
+        if all(s.get("pods") is not None for s in judged):
+            first, last = (statistics.median(s["pods"] for s in part) for part in (judged[:tenth], judged[-tenth:]))
+            pods = {"start": first, "end": last, "growth": round(last / first - 1.0, 3) if first else 0.0}
         verdicts.append(Verdict(stretch[0]["pid"], "leader" if stretch[0]["leader"] else "standby",
-                                (judged[0]["t"], judged[-1]["t"]), start, end, growth))
+                                (judged[0]["t"], judged[-1]["t"]), start, end, growth, pods))
     return verdicts

@@ -188,7 +188,7 @@ class Run:
     def _sample_once(self) -> None:
         t = round(time.monotonic() - self.origin, 1)
         entry = {"t": t, "pending": len(self.ledger.pending(("never",))), "binds": self.ledger.binds,
-                 "instances": {}}
+                 "pods": len(self.ledger.pods), "instances": {}}
         for slot in self.schedulers.slots:
             process = slot.process  # a fault may replace it meanwhile: read it once
             if process is None or not process.alive():
@@ -328,7 +328,8 @@ class Run:
         # Up to the planned end: the catch-up after the last fault is another regime.
         for sample in (s for s in self.samples if s["t"] <= self.plan.settings.seconds):
             for slot, figures in sample["instances"].items():
-                per_pid.setdefault(figures["pid"], []).append({"t": sample["t"], "slot": int(slot), **figures})
+                per_pid.setdefault(figures["pid"], []).append({"t": sample["t"], "slot": int(slot),
+                                                               "pods": sample.get("pods"), **figures})
         verdicts = []
         for pid, samples in per_pid.items():
             for verdict in processes.judge(samples, warmup_s=min(self.memory_warmup_s, 60.0),
@@ -336,7 +337,7 @@ class Run:
                                            run_warmup_until=self.memory_warmup_s):
                 verdicts.append({"pid": pid, "slot": samples[0]["slot"], "role": verdict.role,
                                  "window_s": verdict.window_s, "start": verdict.start, "end": verdict.end,
-                                 "growth": verdict.growth, "flat": verdict.flat})
+                                 "growth": verdict.growth, "pods": verdict.pods, "flat": verdict.flat})
         return verdicts
 
     def _judge_handovers(self) -> list[dict]:
@@ -444,8 +445,12 @@ def verdicts(result: dict) -> list[tuple[str, bool, str]]:
          f"{[g['gap_s'] for g in gaps if not g['within']]}"),
         ("RSS, threads and open files of each instance flat after the warm-up (growth <= 10%)",
          bool(memory) and all(m["flat"] for m in memory),
-         f"{len(memory)} process stretches judged; largest growth "
-         f"{max((max(m['growth'].values()) for m in memory), default=None)}"),
+         f"{len(memory)} process stretches judged; "
+         + "; ".join(f"pid {m['pid']} ({m['role']}): RSS {m['growth']['rss_mb']:+.0%}, threads "
+                     f"{m['growth']['threads']:+.0%}, files {m['growth']['fds']:+.0%}"
+                     + (f", the API's pods {m['pods']['growth']:+.0%} ({m['pods']['start']:g} to {m['pods']['end']:g})"
+                        if m.get("pods") else "")
+                     for m in memory)),
         ("each instance's cache equals the API's view after the last relist",
          bool(caches) and all(c.get("dumped") and c.get("differences") == 0 for c in caches.values()),
          "; ".join(f"instance {k}: {c.get('differences', 'no dump')} differences" for k, c in caches.items())),

@@ -82,6 +82,14 @@ def test_flat_memory_passes_and_a_leak_does_not():
     assert len(leak) == 1 and not leak[0].flat and leak[0].growth["rss_mb"] > 0.3
 
 
+def test_the_api_pod_count_is_reported_beside_the_growth_and_does_not_change_the_verdict():
+    grown = [dict(sample, pods=1000 + 20 * i) for i, sample in enumerate(samples(5, [100 + i for i in range(60)]))]
+    verdict, = judge(grown, warmup_s=60, min_window_s=200, run_warmup_until=0)
+    assert not verdict.flat  # RSS +50%: judged as before, whatever the cluster did
+    assert verdict.pods["start"] < verdict.pods["end"] and verdict.pods["growth"] > 0.5
+    assert judge(samples(6, [100] * 60), warmup_s=60, min_window_s=200, run_warmup_until=0)[0].pods is None
+
+
 def test_taking_the_lead_starts_a_new_window_and_short_stretches_are_not_judged():
     # A standby at 100 MB takes the lead at sample 30 and settles at 130 MB: a step, not a leak.
     values = [100.0] * 30 + [130.0] * 40
