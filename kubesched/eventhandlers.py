@@ -171,8 +171,14 @@ class EventHandlers:
             return
         if self.responsible_for(pod):
             self.queue.delete(pod)
-            # A waiting pod rejected here was assumed: its room is free again.
-            if self.frameworks[pod.scheduler_name].reject_waiting_pod(pod.uid):
+            # A waiting pod rejected here was assumed: its room is free again. So is the room of
+            # one whose binding the watch never showed (a relist found it deleted, and its last
+            # known state is the unscheduled one): upstream keeps such a pod assumed for good.
+            freed = self.frameworks[pod.scheduler_name].reject_waiting_pod(pod.uid)
+            if not freed and self.cache.is_assumed(pod.uid):
+                self.cache.remove_pod(pod)
+                freed = True
+            if freed:
                 self.queue.move_all_to_active_or_backoff(
                     ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), old=raw)
             if pod.nominated_node_name:

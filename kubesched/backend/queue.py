@@ -46,6 +46,9 @@ PENDING = "pending"
 
 # The in-flight events are trimmed to the oldest attempt still open when they pass this count.
 IN_FLIGHT_EVENTS_TRIM = 4096
+# A heap is rebuilt from its live items when it holds more than this many stale ones beside them
+# (a removed or re-placed pod's item stays until popped; a standby never pops).
+STALE_HEAP_ITEMS = 1024
 
 # Event labels as upstream names them in scheduler_queue_incoming_pods_total.
 EVENT_POD_ADD = "PodAdd"
@@ -196,9 +199,15 @@ class SchedulingQueue:
         self.entries[entry.pod.uid] = entry
         if where == ACTIVE:
             heapq.heappush(self.active_heap, _ActiveItem(entry, self.less, entry.seq))
+            if len(self.active_heap) > 2 * self.counts[ACTIVE] + STALE_HEAP_ITEMS:
+                self.active_heap = [i for i in self.active_heap if i.entry.where == ACTIVE and i.entry.seq == i.seq]
+                heapq.heapify(self.active_heap)
             self.cond.notify()
         elif where == BACKOFF:
             heapq.heappush(self.backoff_heap, (self.backoff_time(entry), entry.seq, entry))
+            if len(self.backoff_heap) > 2 * self.counts[BACKOFF] + STALE_HEAP_ITEMS:
+                self.backoff_heap = [i for i in self.backoff_heap if i[2].where == BACKOFF and i[2].seq == i[1]]
+                heapq.heapify(self.backoff_heap)
             self.cond.notify()
         elif where == UNSCHEDULABLE:
             entry.unschedulable_since = self.clock()
@@ -318,9 +327,11 @@ class SchedulingQueue:
         self._enqueue_new(entry, EVENT_POD_ADD)
 
     def delete(self, pod: PodInfo) -> None:
-        """The pod is gone from the queue's concern: deleted, or bound."""
+        """The pod is gone from the queue's concern: deleted, or bound. One being scheduled
+        right now is forgotten too: its attempt ends without a pod to return (upstream's Done
+        then finds nothing), and no later event would name its uid again."""
         with self.cond:
-            if self.binding.pop(pod.uid, None) is not None:
+            if (self.binding.pop(pod.uid, None) or self.in_flight.pop(pod.uid, None)) is not None:
                 self._forget_events_if_idle()
             self.nominator.delete_nominated_pod_if_exists(pod)
             entry = self.entries.get(pod.uid)

@@ -531,9 +531,15 @@ class Framework(Handle):
         return None
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        # Reverse order, as upstream, so each plugin undoes after those reserved after it.
+        # Reverse order, as upstream, so each plugin undoes after those reserved after it. A
+        # plugin that raises must not keep the others from undoing, nor the caller from
+        # forgetting the assumed pod (upstream's Unreserve cannot fail).
         for plugin in reversed(self.reserve_plugins):
-            plugin.unreserve(state, pod, node_name)
+            try:
+                plugin.unreserve(state, pod, node_name)
+            except Exception as err:  # noqa: BLE001 - a plugin's bug, or an API call that found no server
+                klog.error("Unreserve failed; the other plugins still undo theirs", plugin=plugin.name,
+                           pod=pod.key, node=node_name, err=repr(err))
 
     def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str
                            ) -> tuple[Status | None, dict[str, float]]:

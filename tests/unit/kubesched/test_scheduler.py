@@ -127,6 +127,58 @@ def test_failed_bind_is_forgotten_and_requeued(fake_registry):
     assert [e[1] for e in events(sched)] == ["FailedScheduling"]
 
 
+def test_an_assumed_pod_deleted_in_its_unscheduled_state_gives_its_room_back(fake_registry):
+    # After a relist (410 Gone), a pod that was bound and then deleted within the gap is deleted
+    # as the informer last saw it: unscheduled. It was assumed; upstream keeps it so for good.
+    raw = pod_raw("web", cpu="3")
+    sched, client = make(nodes=[node_raw("n1")], pods=[raw])
+    drain(sched)
+    uid = raw["metadata"]["uid"]
+    assert sched.cache.is_assumed(uid) and sched.cache.nodes["n1"].requested.milli_cpu == 3000
+    sched.on_pod_delete(raw)
+    assert not sched.cache.is_assumed(uid) and not sched.cache.has_pod(uid)
+    assert sched.cache.nodes["n1"].requested.milli_cpu == 0
+
+
+class RaisingUnreserve:
+    """Reserve: nothing; Unreserve raises, as a plugin whose API call finds no server."""
+
+    name = "RaisingUnreserve"
+
+    def __init__(self, args, handle):
+        pass
+
+    def reserve(self, state, p, node_name):
+        return None
+
+    def unreserve(self, state, p, node_name):
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+
+class RecordingUnreserve(RaisingUnreserve):
+    name = "RecordingUnreserve"
+    undone: list = []
+
+    def unreserve(self, state, p, node_name):
+        self.undone.append((p.name, node_name))
+
+
+def test_an_unreserve_that_raises_keeps_neither_the_others_nor_the_cache_from_undoing(fake_registry, monkeypatch):
+    monkeypatch.setitem(fake_registry, RaisingUnreserve.name, RaisingUnreserve)
+    monkeypatch.setitem(fake_registry, RecordingUnreserve.name, RecordingUnreserve)
+    monkeypatch.setattr(RecordingUnreserve, "undone", [])
+    # Unreserve runs in reverse: the raising plugin first.
+    reserve = {"enabled": [{"name": RecordingUnreserve.name}, {"name": RaisingUnreserve.name}]}
+    sched, client = make(profiles=[{"plugins": {"reserve": reserve}}], nodes=[node_raw("n1")],
+                         pods=[pod_raw("web", cpu="1")])
+    client.fail_binds.add("web")
+    drain(sched)
+    uid = next(iter(sched.queue.entries))
+    assert RecordingUnreserve.undone == [("web", "n1")]
+    assert not sched.cache.is_assumed(uid) and sched.cache.nodes["n1"].requested.milli_cpu == 0
+    assert sched.queue.where(uid) == "backoff"
+
+
 class AnswerLostClient(FakeClient):
     """The API server makes the binding of the pods in lose_answer, but the connection resets
     before its answer arrives; GET answers with the pod as the server has it."""

@@ -236,6 +236,39 @@ def test_delete_removes_from_any_place(clock):
     assert q.counts == {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0, PENDING: 0}
 
 
+def test_a_queue_that_is_never_popped_keeps_no_item_of_a_pod_that_left(clock, monkeypatch):
+    # A standby's queue: pods arrive, change, and leave (bound by the leader, deleted), and
+    # nothing pops. Each left a heap item behind, and a standby held every pending pod it ever
+    # saw (the soak's standbys grew 8 KB per arriving pod).
+    monkeypatch.setattr("kubesched.backend.queue.STALE_HEAP_ITEMS", 50)
+    q = make_queue(clock)
+    for n in range(1000):
+        p = pod(f"p{n}", priority=n % 7, uid=f"u{n}")
+        q.add(p)
+        clock.now += 1
+        q.update(p, pod(f"p{n}", priority=n % 7, uid=f"u{n}"))  # a status change re-places it
+        if n % 10:
+            q.delete(p)
+        assert len(q.active_heap) <= 2 * q.counts[ACTIVE] + 50 + 1
+    # What remains still pops in order: the highest priority first, then the oldest.
+    left = [q.pop(timeout=0).name for _unused in range(q.counts[ACTIVE])]
+    assert q.pop(timeout=0) is None
+    assert left == sorted((f"p{n}" for n in range(0, 1000, 10)), key=lambda name: (-(int(name[1:]) % 7),
+                                                                                   int(name[1:])))
+
+
+def test_a_pod_deleted_while_it_is_scheduled_leaves_nothing_behind(clock):
+    q = make_queue(clock)
+    q.add(pod("gone"))
+    q.add(pod("other"))
+    gone = q.pop(timeout=0)
+    q.move_all_to_active_or_backoff(POD_DELETE)
+    q.delete(gone)  # deleted mid-attempt: no later event names its uid
+    q.done(gone.uid)  # the attempt ends (a bind that finds no pod, or a failure it abandons)
+    assert not q.in_flight and not q.binding and not q.in_flight_events
+    assert q.pop(timeout=0).name == "other"
+
+
 def test_nominator_tracks_pods_per_node(clock):
     q = make_queue(clock)
     p = pod("p")
