@@ -36,12 +36,13 @@ def micro_time(ts: float | None = None) -> str:
 class _Cached:
     """An event as last written, and its series (count, last observed) once repeated."""
 
-    __slots__ = ("name", "namespace", "event_time", "count", "last_observed")
+    __slots__ = ("name", "namespace", "event_time", "note", "count", "last_observed")
 
-    def __init__(self, name: str, namespace: str, event_time: float):
+    def __init__(self, name: str, namespace: str, event_time: float, note: str):
         self.name = name
         self.namespace = namespace
         self.event_time = event_time
+        self.note = note
         self.count = 0  # 0: no series yet
         self.last_observed = 0.0
 
@@ -57,8 +58,9 @@ class EventBroadcaster:
         self.instance = instance
         self.clock = clock
         self.pending: queue.Queue = queue.Queue(maxsize=_MAX_PENDING)
-        self.cache: dict[tuple, _Cached] = {}  # client-go's eventCache, by isomorphic key
-        self.created: dict[tuple, dict] = {}  # the object created for each key, to create it again
+        # client-go's eventCache, by isomorphic key. The key and the entry are all of an event
+        # that is kept (_event builds it again): a busy scheduler keeps 6 to 12 minutes of them.
+        self.cache: dict[tuple, _Cached] = {}
         self.next_finish: float | None = None
         self.next_refresh: float | None = None
         self.stop = threading.Event()
@@ -136,7 +138,6 @@ class EventBroadcaster:
 
     def _forget(self, key: tuple) -> None:
         self.cache.pop(key, None)
-        self.created.pop(key, None)
 
     def _write_series(self, key: tuple, cached: _Cached) -> bool:
         """Patch the series onto the event, or create it again when it is gone (recordEvent).
@@ -149,9 +150,8 @@ class EventBroadcaster:
             if err.status != 404:
                 klog.warning("Server rejected event series (will not retry)", event=cached.name, err=str(err))
                 return True
-            event = dict(self.created[key], series={"count": cached.count,
-                                                    "lastObservedTime": micro_time(cached.last_observed)})
-            event["metadata"] = {k: v for k, v in event["metadata"].items() if k != "resourceVersion"}
+            event = _event(key, cached)
+            event["series"] = {"count": cached.count, "lastObservedTime": micro_time(cached.last_observed)}
             try:
                 self.client.create_event(cached.namespace, event)
             except ApiError as create_err:
@@ -171,10 +171,9 @@ class EventBroadcaster:
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
         reporting_instance = f"{controller}-{self.instance}"
-        regarding = {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Pod"),
-                     "namespace": namespace, "name": meta.get("name"), "uid": meta.get("uid"),
-                     "resourceVersion": meta.get("resourceVersion")}
-        key = (type_, action, reason, controller, reporting_instance, tuple(regarding.values()))
+        regarding = (obj.get("apiVersion", "v1"), obj.get("kind", "Pod"), namespace, meta.get("name"),
+                     meta.get("uid"), meta.get("resourceVersion"))  # in _REGARDING's order
+        key = (type_, action, reason, controller, reporting_instance, regarding)
         cached = self.cache.get(key)
         if cached is not None:
             if cached.count:
@@ -185,20 +184,26 @@ class EventBroadcaster:
             cached.last_observed = self.clock()
             self._write_series(key, cached)
             return
-        name = f"{meta.get('name', 'unknown')}.{int(ts * 1e9):x}"
-        event = {
-            "apiVersion": "events.k8s.io/v1", "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "eventTime": micro_time(ts),
-            "reportingController": controller,
-            "reportingInstance": reporting_instance,
-            "action": action, "reason": reason, "type": type_, "note": note,
-            "regarding": regarding,
-        }
-        self.cache[key] = _Cached(name, namespace, ts)
-        self.created[key] = event
-        self.client.create_event(namespace, event)
+        cached = self.cache[key] = _Cached(f"{meta.get('name', 'unknown')}.{int(ts * 1e9):x}", namespace, ts, note)
+        self.client.create_event(namespace, _event(key, cached))
         self.sent += 1
+
+
+_REGARDING = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion")
+
+
+def _event(key: tuple, cached: _Cached) -> dict:
+    """The events.k8s.io/v1 Event first created for key."""
+    type_, action, reason, controller, reporting_instance, regarding = key
+    return {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": cached.name, "namespace": cached.namespace},
+        "eventTime": micro_time(cached.event_time),
+        "reportingController": controller,
+        "reportingInstance": reporting_instance,
+        "action": action, "reason": reason, "type": type_, "note": cached.note,
+        "regarding": dict(zip(_REGARDING, regarding)),
+    }
 
 
 class EventRecorder:

@@ -3,6 +3,7 @@ series keyed and timed as client-go's tools/events broadcaster (v0.37.1) does it
 
 from kubesched_fakes import FakeClient, pod_raw
 
+from kubesched.client import ApiError
 from kubesched.events import FINISH_TIME, REFRESH_TIME, EventBroadcaster, micro_time
 
 
@@ -44,6 +45,17 @@ def test_event_object_and_first_repeat_start_a_series():
     assert created["eventTime"] == micro_time(100.0) == "1970-01-01T00:01:40.000000Z"
     assert patch1 == {"patch": {"series": {"count": 2, "lastObservedTime": micro_time(105.0)}},
                       "name": created["metadata"]["name"]}
+
+
+def test_a_series_whose_event_is_gone_creates_it_again_as_it_was_first_written():
+    client, clock, broadcaster = make()
+    pod = pod_raw("web", uid="u-1")
+    failed(broadcaster, pod)
+    client.fail("patch_event", ApiError(404, "NotFound", 'events.events.k8s.io "web.x" not found'))
+    clock.now = 105.0
+    failed(broadcaster, pod, note="another message")
+    first, _refused_patch, again = client.events
+    assert again == {**first, "series": {"count": 2, "lastObservedTime": micro_time(105.0)}}
 
 
 def test_later_repeats_count_in_memory_and_reach_the_api_when_the_series_finishes():
