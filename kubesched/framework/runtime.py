@@ -521,7 +521,10 @@ class Framework(Handle):
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         for plugin in self.reserve_plugins:
-            status = plugin.reserve(state, pod, node_name)
+            try:
+                status = plugin.reserve(state, pod, node_name)
+            except Exception as err:  # noqa: BLE001 - the pod is assumed: the caller must undo, not unwind
+                status = Status(Code.ERROR, repr(err), error=err)
             if status is not None and not status.is_success():
                 status.plugin = plugin.name
                 if not status.is_rejected():
@@ -554,7 +557,10 @@ class Framework(Handle):
         status: Status | None = None
         try:
             for plugin in self.permit_plugins:
-                result = plugin.permit(state, pod, node_name)
+                try:
+                    result = plugin.permit(state, pod, node_name)
+                except Exception as err:  # noqa: BLE001 - the pod is assumed: the caller must undo, not unwind
+                    result = Status(Code.ERROR, repr(err), error=err)
                 status, timeout = result if isinstance(result, tuple) else (result, 0.0)
                 if status is None or status.is_success():
                     continue

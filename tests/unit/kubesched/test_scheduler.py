@@ -179,6 +179,41 @@ def test_an_unreserve_that_raises_keeps_neither_the_others_nor_the_cache_from_un
     assert sched.queue.where(uid) == "backoff"
 
 
+class RaisingReserve(RaisingUnreserve):
+    name = "RaisingReserve"
+
+    def reserve(self, state, p, node_name):
+        raise KeyError("a plugin's bug")
+
+    def unreserve(self, state, p, node_name):
+        pass
+
+
+class RaisingPermit(RaisingReserve):
+    name = "RaisingPermit"
+
+    def reserve(self, state, p, node_name):
+        return None
+
+    def permit(self, state, p, node_name):
+        raise KeyError("a plugin's bug")
+
+
+@pytest.mark.parametrize("point, plugin", [("reserve", RaisingReserve), ("permit", RaisingPermit)])
+def test_a_reserve_or_permit_plugin_that_raises_fails_the_attempt_and_leaves_nothing_assumed(
+        fake_registry, monkeypatch, point, plugin):
+    monkeypatch.setitem(fake_registry, plugin.name, plugin)
+    sched, client = make(profiles=[{"plugins": {point: {"enabled": [{"name": plugin.name}]}}}],
+                         nodes=[node_raw("n1")], pods=[pod_raw("web", cpu="1")])
+    drain(sched)
+    uid = next(iter(sched.queue.entries))
+    assert not sched.cache.is_assumed(uid) and sched.cache.nodes["n1"].requested.milli_cpu == 0
+    assert sched.queue.where(uid) == "backoff" and not client.binds
+    [(_type, reason, note)] = events(sched)
+    assert reason == "FailedScheduling" and f'running {point.capitalize()} plugin "{plugin.name}"' in note
+    assert "a plugin's bug" in note
+
+
 class AnswerLostClient(FakeClient):
     """The API server makes the binding of the pods in lose_answer, but the connection resets
     before its answer arrives; GET answers with the pod as the server has it."""
