@@ -173,7 +173,8 @@ class EventHandlers:
             self.queue.delete(pod)
             # A waiting pod rejected here was assumed: its room is free again. So is the room of
             # one whose binding the watch never showed (a relist found it deleted, and its last
-            # known state is the unscheduled one): upstream keeps such a pod assumed for good.
+            # known state is the unscheduled one): upstream's cache handler takes such a
+            # DeletedFinalStateUnknown too and removes the assumed pod.
             freed = self.frameworks[pod.scheduler_name].reject_waiting_pod(pod.uid)
             if not freed and self.cache.is_assumed(pod.uid):
                 self.cache.remove_pod(pod)

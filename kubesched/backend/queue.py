@@ -331,7 +331,9 @@ class SchedulingQueue:
         right now is forgotten too: its attempt ends without a pod to return (upstream's Done
         then finds nothing), and no later event would name its uid again."""
         with self.cond:
-            if (self.binding.pop(pod.uid, None) or self.in_flight.pop(pod.uid, None)) is not None:
+            binding = self.binding.pop(pod.uid, None)  # a uid may be in both: a deleting pod skipped
+            flying = self.in_flight.pop(pod.uid, None)   # (done), then popped again after an update
+            if binding is not None or flying is not None:
                 self._forget_events_if_idle()
             self.nominator.delete_nominated_pod_if_exists(pod)
             entry = self.entries.get(pod.uid)
@@ -418,16 +420,15 @@ class SchedulingQueue:
                 self.binding[uid] = entry
 
     def _returned(self, pod: PodInfo) -> QueuedPod | None:
-        """The entry of a pod whose attempt ended (its in-flight one, carried over, or a new one),
-        or None when the pod is queued already. Called with the lock held."""
+        """The entry of a pod whose attempt ended (its in-flight one, carried over), or None when
+        the pod is queued already or its attempt is no longer open: it was deleted or bound
+        meanwhile (delete), and must not come back. Called with the lock held."""
         flying = self.in_flight.pop(pod.uid, None) or self.binding.pop(pod.uid, None)
-        if pod.uid in self.entries:
+        if flying is None or pod.uid in self.entries:
             return None
-        entry = flying or QueuedPod(pod)
-        if flying is not None:
-            _carry(flying.pod, pod)
-        entry.pod = pod
-        return entry
+        _carry(flying.pod, pod)
+        flying.pod = pod
+        return flying
 
     def add_unschedulable_if_not_present(self, pod: PodInfo) -> None:
         """Return a pod whose attempt failed: to backoffQ when it might fit now (an error, a

@@ -111,19 +111,24 @@ def sys_intern_frees_strings() -> bool:
     It is, as documented, except on CPython 3.12.0 to 3.12.5, where every interned string
     was immortal (python/cpython#113993, fixed in 3.12.6; Ubuntu 24.04's 3.12.3 has it): a
     scheduler that interned each pod's name and UID kept them all for as long as it ran.
-    An immortal object reports a reference count of about 2**32 (PEP 683)."""
+    An immortal object reports a reference count of 2**32 - 1, or 2**30 - 1 on a 32-bit
+    build (PEP 683)."""
     probe = sys.intern("".join(("kubesched-intern-probe-", str(id(object())))))
-    return sys.getrefcount(probe) < 1 << 30
+    return sys.getrefcount(probe) < 1 << 28
 
 
 SHARED_MAX = 1 << 16
+SHARED_LONGEST = 128
 _shared: dict[str, str] = {}
 
 
 def share(value: str) -> str:
     """sys.intern's sharing from a table of at most SHARED_MAX strings, emptied when full,
     for interpreters whose interned strings are never freed: a string the table drops lives
-    on only in the objects that hold it."""
+    on only in the objects that hold it. Longer strings than SHARED_LONGEST (annotations) are
+    left alone, so the table stays small whatever the objects carry."""
+    if len(value) > SHARED_LONGEST:
+        return value
     shared = _shared.setdefault(value, value)
     if len(_shared) > SHARED_MAX:
         _shared.clear()

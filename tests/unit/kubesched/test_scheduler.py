@@ -129,7 +129,7 @@ def test_failed_bind_is_forgotten_and_requeued(fake_registry):
 
 def test_an_assumed_pod_deleted_in_its_unscheduled_state_gives_its_room_back(fake_registry):
     # After a relist (410 Gone), a pod that was bound and then deleted within the gap is deleted
-    # as the informer last saw it: unscheduled. It was assumed; upstream keeps it so for good.
+    # as the informer last saw it: unscheduled. It was assumed; upstream's cache handler removes it too.
     raw = pod_raw("web", cpu="3")
     sched, client = make(nodes=[node_raw("n1")], pods=[raw])
     drain(sched)

@@ -269,6 +269,28 @@ def test_a_pod_deleted_while_it_is_scheduled_leaves_nothing_behind(clock):
     assert q.pop(timeout=0).name == "other"
 
 
+def test_a_pod_deleted_while_it_is_scheduled_does_not_come_back_from_its_attempt(clock):
+    q = make_queue(clock)
+    q.add(p := pod("gone"))
+    q.pop(timeout=0)
+    q.delete(p)  # the watch's delete lands while the attempt's failure is being handled
+    fail(q, p, "FakeLabelFilter")
+    assert q.entries == {} and q.pop(timeout=0) is None
+
+
+def test_a_pod_skipped_and_popped_again_is_forgotten_from_both_tables_on_delete(clock):
+    # A deleting pod (a finalizer) is skipped, its entry left as binding; the finalizer's removal
+    # queues it again, and it is popped again before its final delete arrives.
+    q = make_queue(clock)
+    q.add(p := pod("finalized", uid="u1"))
+    q.done(q.pop(timeout=0).uid)
+    q.update(p, pod("finalized", uid="u1"))
+    q.pop(timeout=0)
+    q.delete(p)
+    q.done(p.uid)
+    assert not q.in_flight and not q.binding
+
+
 def test_nominator_tracks_pods_per_node(clock):
     q = make_queue(clock)
     p = pod("p")
