@@ -446,7 +446,7 @@ def verdicts(result: dict) -> list[tuple[str, bool, str]]:
         ("RSS, threads and open files of each instance flat after the warm-up (growth <= 10%)",
          bool(memory) and all(m["flat"] for m in memory),
          f"{len(memory)} process stretches judged; "
-         + "; ".join(f"pid {m['pid']} ({m['role']}): RSS {m['growth']['rss_mb']:+.0%}, threads "
+         + "; ".join(f"pid {m.get('pid')} ({m.get('role')}): RSS {m['growth']['rss_mb']:+.0%}, threads "
                      f"{m['growth']['threads']:+.0%}, files {m['growth']['fds']:+.0%}"
                      + (f", the API's pods {m['pods']['growth']:+.0%} ({m['pods']['start']:g} to {m['pods']['end']:g})"
                         if m.get("pods") else "")
