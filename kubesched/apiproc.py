@@ -152,21 +152,22 @@ def read_messages(sock: socket.socket, chunk: int = 1 << 20):
             return
         buffer += data
         start = 0
-        while True:
-            available = len(buffer) - start
-            if available < 4:
-                break
-            (size,) = _HEADER.unpack_from(buffer, start)
-            header = 4
-            if size == -1:  # Connection's header for a message over 2 GiB
-                if available < 12:
+        with memoryview(buffer) as view:  # each message copied once, not sliced and then copied
+            while True:
+                available = len(buffer) - start
+                if available < 4:
                     break
-                (size,) = _LONG_HEADER.unpack_from(buffer, start + 4)
-                header = 12
-            if available < header + size:
-                break
-            yield bytes(buffer[start + header:start + header + size])
-            start += header + size
+                (size,) = _HEADER.unpack_from(view, start)
+                header = 4
+                if size == -1:  # Connection's header for a message over 2 GiB
+                    if available < 12:
+                        break
+                    (size,) = _LONG_HEADER.unpack_from(view, start + 4)
+                    header = 12
+                if available < header + size:
+                    break
+                yield bytes(view[start + header:start + header + size])
+                start += header + size
         del buffer[:start]
 
 
