@@ -15,7 +15,8 @@ and checks on every change:
 - no device is allocated to two ResourceClaims at once;
 - no PersistentVolume is the volume of two claims;
 - leader hand-overs: the Lease's acquireTime of each new holder against the last renewTime
-  of the one before (the holders' own clocks, on this one machine).
+  of the one before (the holders' own clocks, on this one machine); a hand-over the watch
+  did not see whole (it relisted between the two records) is marked, its gap an upper bound.
 
 A relist (after a 410 or a lost connection) hands over the whole collection: bindings seen
 for the first time then are checked against the state after the removals the list shows.
@@ -142,6 +143,9 @@ class Ledger:
         self.deferred: dict[str, list[str]] = {}
         self.binds = 0
         self.bind_latencies: dict[str, list[float]] = {}
+        # The Lease has its own lock: a pod relist must not hold its events back (a watch that
+        # stalls falls out of the API server's window, relists, and loses the renewals between).
+        self.lease_lock = threading.Lock()
         self.lease_records: list[dict] = []
         self.deleted_pods = 0
 
@@ -171,14 +175,13 @@ class Ledger:
             for uid in [u for u in self.pods if u not in listed]:
                 self._forget_pod(uid)
             # Finished pods and the ones already bound first: their room is settled before a
-            # binding seen for the first time is checked.
+            # binding seen for the first time is checked. (The set is built once: built per item
+            # it made a relist of 20,000 pods hold the lock, and stall every watch, for minutes.)
+            bound = {uid for uid, state in self.pods.items() if state.node}
             items = sorted(items, key=lambda p: bool((p.get("spec") or {}).get("nodeName"))
-                           and (p.get("metadata") or {}).get("uid") not in self._bound_uids())
+                           and (p.get("metadata") or {}).get("uid") not in bound)
             for pod in items:
                 self._see_pod(pod)
-
-    def _bound_uids(self) -> set[str]:
-        return {uid for uid, state in self.pods.items() if state.node}
 
     def _forget_pod(self, uid: str) -> None:
         state = self.pods.pop(uid, None)
@@ -342,25 +345,29 @@ class Ledger:
 
     # -- the Lease ------------------------------------------------------------------------
 
-    def lease_event(self, kind: str, lease: dict) -> None:
+    def lease_event(self, kind: str, lease: dict, listed: bool = False) -> None:
         if lease["metadata"]["name"] != self.lease_name or kind == "DELETED":
             return
         spec = lease.get("spec") or {}
         record = {"holder": spec.get("holderIdentity") or "", "renew": parse_time(spec.get("renewTime")),
                   "acquire": parse_time(spec.get("acquireTime")), "transitions": spec.get("leaseTransitions") or 0}
-        with self.lock:
-            if not self.lease_records or self.lease_records[-1] != record:
-                self.lease_records.append(record)
+        with self.lease_lock:
+            last = self.lease_records[-1] if self.lease_records else None
+            if last is None or {k: v for k, v in last.items() if k != "after_relist"} != record:
+                # A relist that finds the Lease changed: what it went through meanwhile was not seen.
+                self.lease_records.append({**record, "after_relist": listed and last is not None})
 
     def lease_list(self, items: list[dict], _resource_version: str = "") -> None:
         for lease in items:
-            self.lease_event("ADDED", lease)
+            self.lease_event("ADDED", lease, listed=True)
 
     def handovers(self) -> list[dict]:
         """Each change of holder: who had it, who took it, and how long no one held it (the new
-        holder's acquireTime against the previous record's renewTime, a release included)."""
+        holder's acquireTime against the previous record's renewTime, a release included).
+        observed is False when the watch relisted between the two records: renewals may have
+        gone unseen, so the gap is only an upper bound."""
         out = []
-        with self.lock:
+        with self.lease_lock:
             records = list(self.lease_records)
         for before, after in zip(records, records[1:]):
             if not after["holder"] or after["holder"] == before["holder"]:
@@ -369,5 +376,5 @@ class Ledger:
                 continue
             out.append({"from": before["holder"], "to": after["holder"], "released": not before["holder"],
                         "last_renew": before["renew"], "acquired": after["acquire"],
-                        "gap_s": round(after["acquire"] - before["renew"], 3)})
+                        "gap_s": round(after["acquire"] - before["renew"], 3), "observed": not after["after_relist"]})
         return out

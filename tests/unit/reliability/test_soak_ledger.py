@@ -2,6 +2,7 @@
 must see, and the races it must count apart rather than call violations."""
 
 import itertools
+import threading
 
 import pytest
 
@@ -139,3 +140,31 @@ def test_handover_gaps_come_from_the_lease_times():
     led.lease_event("MODIFIED", lease("c", "2026-01-01T00:00:21.000000Z", "2026-01-01T00:00:20.750000Z"))
     gaps = [(h["to"], h["gap_s"], h["released"]) for h in led.handovers()]
     assert gaps == [("b", 7.5, False), ("c", 0.75, True)]
+
+
+def test_a_relist_across_which_the_lease_changed_makes_the_hand_over_an_upper_bound():
+    led = Ledger("s", "lease")
+
+    def lease(holder, renew, acquire):
+        return {"metadata": {"name": "lease"}, "spec": {"holderIdentity": holder, "renewTime": renew,
+                                                        "acquireTime": acquire}}
+
+    led.lease_list([lease("a", "2026-01-01T00:00:10.000000Z", "2026-01-01T00:00:00.000000Z")])
+    # The watch stalled and relisted: a's later renewals were never seen, b holds it now.
+    led.lease_list([lease("b", "2026-01-01T00:02:00.000000Z", "2026-01-01T00:02:00.000000Z")])
+    led.lease_list([lease("b", "2026-01-01T00:02:00.000000Z", "2026-01-01T00:02:00.000000Z")])  # unchanged
+    led.lease_event("MODIFIED", lease("c", "2026-01-01T00:02:09.000000Z", "2026-01-01T00:02:09.000000Z"))
+    assert [(h["to"], h["gap_s"], h["observed"]) for h in led.handovers()] == [("b", 110.0, False), ("c", 9.0, True)]
+
+
+def test_a_relist_of_many_pods_does_not_hold_the_lease_back():
+    """A pod relist holds the pod lock; the Lease's events take their own (a stalled lease
+    watch relists and loses renewals)."""
+    led = Ledger("s", "lease")
+    event = threading.Thread(target=led.lease_event, daemon=True, args=("ADDED", {
+        "metadata": {"name": "lease"}, "spec": {"holderIdentity": "a", "renewTime": "2026-01-01T00:00:10.000000Z"}}))
+    with led.lock:  # as a pod relist holds it
+        event.start()
+        event.join(5)
+        assert not event.is_alive()
+    assert [r["holder"] for r in led.lease_records] == ["a"]

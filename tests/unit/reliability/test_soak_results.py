@@ -41,3 +41,21 @@ def test_a_run_is_recorded_plotted_and_rendered_beside_the_other(tmp_path):
 def test_without_results_the_section_says_how_to_make_them(tmp_path):
     text = "\n".join(results.section(tmp_path / "missing.json"))
     assert "No soak has been committed yet: `make soak`" in text and "How the soak is made" in text
+
+
+def test_a_hand_over_the_lease_watch_did_not_see_whole_is_the_harness_failing_not_the_scheduler():
+    def judged(**handover):
+        checks = {name: held for name, held, _detail in verdicts({**run("kubesched"), "handovers": [handover]})}
+        return (checks["no leader gap longer than the Lease allows"],
+                next(held for name, held in checks.items() if name.startswith("the harness saw every hand-over")))
+
+    assert judged(gap_s=7.0, within=True) == (True, True)
+    assert judged(gap_s=30.0, within=False) == (False, True)
+    assert judged(gap_s=126.0, within=None) == (True, False)
+
+
+def test_a_harness_that_stopped_sampling_is_reported():
+    result = run("kubesched")
+    result["series"] = [s for s in result["series"] if not 100 <= s["t"] <= 200]
+    detail = next(d for name, held, d in verdicts(result) if name.startswith("the harness saw") and not held)
+    assert "longest time between samples 110 s" in detail
