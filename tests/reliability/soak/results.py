@@ -190,7 +190,9 @@ def _design() -> list[str]:
         "scheduler's `Cache mismatch` lines and its dump of every cached node, pod and queued pod; kubesched "
         "answers the same signal with the same lines) and set beside the API's nodes and pods. The API is "
         "listed 15 s before the dump and again after it; a pod or node that changed between the two lists is in "
-        "flux and left out, every other one must be in the cache as the API has it.",
+        "flux and left out, every other one must be in the cache as the API has it. "
+        "A pending pod still nominated to a node is a stale nomination, unless a lower-priority pod is "
+        "terminating there (upstream lets a preemptor wait for its victims to go).",
         "- **Memory** is read from /proc every 5 s: RSS, threads and open files of each instance, its child "
         "processes included (kubesched's watch and writer processes). Each process is judged per stretch of one "
         "role (a standby that takes the lead builds its scheduling state then): from minute 5 of the run, or a "

@@ -238,8 +238,7 @@ class Run:
             latencies = {cls: list(values) for cls, values in self.ledger.bind_latencies.items()}
         out["bind_latency_s"] = {cls: _percentiles(values) for cls, values in latencies.items()}
         pods, _rv = self.cluster.list_all(f"/api/v1/namespaces/{NAMESPACE}/pods")
-        out["stale_nominations"] = [p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")
-                                    and (p.get("status") or {}).get("nominatedNodeName")]
+        out["stale_nominations"] = stale_nominations(pods)
         out["instances"] = [asdict(r) for r in self.schedulers.history]
         out["unplanned_exits"] = self.schedulers.unplanned_exits
         out["log_counts"] = self._log_counts()
@@ -417,6 +416,19 @@ def _percentiles(values: list[float]) -> dict:
     ordered = sorted(values)
     return {"count": len(ordered), "p50": round(statistics.median(ordered), 3),
             "p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3), "max": round(ordered[-1], 3)}
+
+
+def stale_nominations(pods: list[dict]) -> list[str]:
+    """Pending pods still nominated to a node where no lower-priority pod is terminating: a
+    preemptor whose victims are still going waits, as upstream's PodEligibleToPreemptOthers
+    has it (kwok holds a deleted pod for its grace period); any other nomination is stale."""
+    terminating: dict[str, list[int]] = {}
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp") and pod["spec"].get("nodeName"):
+            terminating.setdefault(pod["spec"]["nodeName"], []).append(pod["spec"].get("priority") or 0)
+    return [pod["metadata"]["name"] for pod in pods
+            if not pod["spec"].get("nodeName") and (node := (pod.get("status") or {}).get("nominatedNodeName"))
+            and not any(priority < (pod["spec"].get("priority") or 0) for priority in terminating.get(node, ()))]
 
 
 def verdicts(result: dict) -> list[tuple[str, bool, str]]:

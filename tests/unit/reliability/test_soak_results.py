@@ -1,7 +1,7 @@
 """soak.json, its plot and its section of docs/reliability.md, from a run's result."""
 
 from tests.reliability.soak import results
-from tests.reliability.soak.run import verdicts
+from tests.reliability.soak.run import stale_nominations, verdicts
 
 
 def run(scheduler, overcommitted=0, busy=False):
@@ -59,3 +59,14 @@ def test_a_harness_that_stopped_sampling_is_reported():
     result["series"] = [s for s in result["series"] if not 100 <= s["t"] <= 200]
     detail = next(d for name, held, d in verdicts(result) if name.startswith("the harness saw") and not held)
     assert "longest time between samples 110 s" in detail
+
+
+def test_a_preemptor_waiting_for_its_victims_to_go_is_not_a_stale_nomination():
+    def pod(name, priority=0, node="", nominated="", terminating=False):
+        return {"metadata": {"name": name, **({"deletionTimestamp": "2026-01-01T00:00:00Z"} if terminating else {})},
+                "spec": {"priority": priority, **({"nodeName": node} if node else {})},
+                "status": {"nominatedNodeName": nominated} if nominated else {}}
+
+    pods = [pod("victim", 0, node="n1", terminating=True), pod("waits", 100, nominated="n1"),
+            pod("stale", 100, nominated="n2"), pod("same-priority", 0, nominated="n1"), pod("plain")]
+    assert stale_nominations(pods) == ["stale", "same-priority"]
