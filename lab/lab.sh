@@ -36,6 +36,10 @@
 #                         kcm's own defaults); the benchmark raises it so the resourceclaim
 #                         controller makes claims as fast as scheduler_perf's in-process one
 #   LAB_KWOK=0            do not start kwok (static nodes only)
+#   LAB_KWOK_POD_PARALLELISM  how many pod stages kwok plays at once (kwok's default 4). A real
+#                         cluster has a kubelet per node; the soak's 50 pods/s of arrivals,
+#                         completions and deletions need more than 4 (the population grew
+#                         without end, and terminating victims held preemptors back)
 #   LAB_FEATURE_GATES     --feature-gates for kube-apiserver and kube-controller-manager
 #                         (default none); the gang tests pass GenericWorkload=true
 #   LAB_RUNTIME_CONFIG    kube-apiserver's --runtime-config (default none); a beta API such
@@ -61,6 +65,7 @@ else
 fi
 KCM_CONTROLLERS=${LAB_KCM_CONTROLLERS:-*}
 KCM_API_QPS=${LAB_KCM_API_QPS:-20}
+KWOK_POD_PARALLELISM=${LAB_KWOK_POD_PARALLELISM:-}
 WANT_KWOK=${LAB_KWOK:-1}
 FEATURE_GATE_ARGS=()
 [ -z "${LAB_FEATURE_GATES:-}" ] || FEATURE_GATE_ARGS=(--feature-gates="$LAB_FEATURE_GATES")
@@ -72,6 +77,8 @@ KWOK_NODE_SELECTOR="kwok.x-k8s.io/node=fake"
 
 log() { printf 'lab: %s\n' "$*" >&2; }
 die() { printf 'lab: ERROR: %s\n' "$*" >&2; exit 1; }
+[ -z "$KWOK_POD_PARALLELISM" ] || [[ "$KWOK_POD_PARALLELISM" =~ ^[1-9][0-9]*$ ]] ||
+  die "LAB_KWOK_POD_PARALLELISM must be a positive whole number, not '$KWOK_POD_PARALLELISM'"
 
 bin_dir() { bash "$ROOT/lab/k8s-binaries.sh"; }
 
@@ -264,8 +271,14 @@ start_kwok() {
     # kwok acts through its own identity: grant it what lab/kwok-rbac.yaml lists first.
     "$bin/kubectl" --kubeconfig "$LAB/admin.kubeconfig" apply -f "$ROOT/lab/kwok-rbac.yaml" >"$LAB/kwok-rbac.log" 2>&1 ||
       { cat "$LAB/kwok-rbac.log" >&2; die "granting kwok its RBAC (lab/kwok-rbac.yaml) failed (above; log $LAB/kwok-rbac.log). Fix the manifest, then run 'lab.sh up' again."; }
+    local configs=(--config="$ROOT/lab/kwok-stages.yaml")
+    if [ -n "$KWOK_POD_PARALLELISM" ]; then
+      printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  podPlayStageParallelism: %s\n' \
+        "$KWOK_POD_PARALLELISM" >"$LAB/kwok-options.yaml"
+      configs+=(--config="$LAB/kwok-options.yaml")
+    fi
     log "starting kwok (nodes annotated $KWOK_NODE_SELECTOR; health on 127.0.0.1:$KWOK_PORT)"
-    launch kwok "$bin/kwok" --kubeconfig="$LAB/kwok.kubeconfig" --config="$ROOT/lab/kwok-stages.yaml" \
+    launch kwok "$bin/kwok" --kubeconfig="$LAB/kwok.kubeconfig" "${configs[@]}" \
       --manage-all-nodes=false --manage-nodes-with-annotation-selector="$KWOK_NODE_SELECTOR" \
       --server-address="127.0.0.1:$KWOK_PORT" --cidr=10.244.0.0/16 --node-ip=10.240.0.1 \
       --node-lease-duration-seconds=40

@@ -200,6 +200,20 @@ def test_up_starts_the_four_components_in_order_each_with_its_identity(stub_lab)
     assert [name for name, pid in pids.items() if alive(pid)] == []
 
 
+def test_kwok_pod_parallelism_is_passed_as_a_second_config_and_a_bad_value_starts_nothing(stub_lab):
+    env = {**stub_lab, "LAB_KWOK_POD_PARALLELISM": "many"}
+    refused = run("lab.sh", "up", env=env)
+    assert refused.returncode != 0 and "LAB_KWOK_POD_PARALLELISM must be a positive whole number" in refused.stderr
+    assert started(env) == []
+    env["LAB_KWOK_POD_PARALLELISM"] = "16"
+    assert run("lab.sh", "up", env=env).returncode == 0
+    kwok = argv_of(env, "kwok")
+    options = f"{env['LAB_DIR']}/kwok-options.yaml"
+    assert kwok.index(f"--config={ROOT}/lab/kwok-stages.yaml") < kwok.index(f"--config={options}")
+    assert "kind: KwokConfiguration" in Path(options).read_text() and "podPlayStageParallelism: 16" in Path(options).read_text()
+    assert run("lab.sh", "down", env=env).returncode == 0
+
+
 def test_a_second_up_starts_only_what_died(stub_lab):
     env = stub_lab
     assert run("lab.sh", "up", env=env).returncode == 0
