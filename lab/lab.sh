@@ -273,8 +273,21 @@ start_kwok() {
       { cat "$LAB/kwok-rbac.log" >&2; die "granting kwok its RBAC (lab/kwok-rbac.yaml) failed (above; log $LAB/kwok-rbac.log). Fix the manifest, then run 'lab.sh up' again."; }
     local configs=(--config="$ROOT/lab/kwok-stages.yaml")
     if [ -n "$KWOK_POD_PARALLELISM" ]; then
-      printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  podPlayStageParallelism: %s\n' \
-        "$KWOK_POD_PARALLELISM" >"$LAB/kwok-options.yaml"
+      # kwok does not default a KwokConfiguration it reads: the rest are its defaults, spelled out.
+      cat >"$LAB/kwok-options.yaml" <<EOF
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: $KWOK_POD_PARALLELISM
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+  enableDebuggingHandlers: true
+  enableProfilingHandler: true
+  enableContentionProfiling: false
+EOF
       configs+=(--config="$LAB/kwok-options.yaml")
     fi
     log "starting kwok (nodes annotated $KWOK_NODE_SELECTOR; health on 127.0.0.1:$KWOK_PORT)"
