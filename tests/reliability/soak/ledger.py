@@ -123,6 +123,12 @@ def parse_time(text: str | None) -> float | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def _allocated(claim: dict) -> set[tuple]:
+    """The (driver, pool, device) a ResourceClaim's allocation names."""
+    results = ((((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or [])
+    return {(r.get("driver"), r.get("pool"), r.get("device")) for r in results}
+
+
 class Ledger:
     def __init__(self, scheduler_name: str, lease_name: str, clock=time.monotonic):
         self.scheduler_name = scheduler_name
@@ -285,16 +291,17 @@ class Ledger:
 
     def claim_list(self, items: list[dict], _resource_version: str = "") -> None:
         with self.lock:
-            listed = {c["metadata"]["uid"] for c in items}
-            for uid in [u for u in self.claim_devices if u not in listed]:
-                self._release_devices(uid, set())
+            # Everything the list shows freed is freed first: a device can have moved from a claim
+            # listed after the one that holds it now.
+            listed = {c["metadata"]["uid"]: _allocated(c) for c in items}
+            for uid in list(self.claim_devices):
+                self._release_devices(uid, listed.get(uid, set()))
             for claim in items:
                 self._see_claim(claim)
 
     def _see_claim(self, claim: dict, deleted: bool = False) -> None:
         uid = claim["metadata"]["uid"]
-        results = ((((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or [])
-        devices = set() if deleted else {(r.get("driver"), r.get("pool"), r.get("device")) for r in results}
+        devices = set() if deleted else _allocated(claim)
         self._release_devices(uid, devices)
         for device in devices - self.claim_devices.get(uid, set()):
             holder = self.devices.get(device)
@@ -318,8 +325,9 @@ class Ledger:
 
     def pvc_list(self, items: list[dict], _resource_version: str = "") -> None:
         with self.lock:
-            listed = {c["metadata"]["uid"] for c in items}
-            for uid in [u for u in self.claim_volume if u not in listed]:
+            # As for claims: volumes the list shows released are released before any is taken.
+            listed = {c["metadata"]["uid"]: (c.get("spec") or {}).get("volumeName") or "" for c in items}
+            for uid in [u for u, volume in self.claim_volume.items() if listed.get(u) != volume]:
                 self._release_volume(uid)
             for pvc in items:
                 self._see_pvc(pvc)
@@ -329,8 +337,8 @@ class Ledger:
         volume = "" if deleted else (pvc.get("spec") or {}).get("volumeName") or ""
         if self.claim_volume.get(uid) and self.claim_volume[uid] != volume:
             self._release_volume(uid)
-        if not volume:
-            return
+        if not volume or self.claim_volume.get(uid) == volume:
+            return  # nothing taken, or nothing new (a conflict is counted when it appears)
         holder = self.volume_claim.get(volume)
         if holder is not None and holder != uid:
             self._violate("volume_in_two_claims", volume=volume, claims=[holder, uid],

@@ -168,3 +168,23 @@ def test_a_relist_of_many_pods_does_not_hold_the_lease_back():
         event.join(5)
         assert not event.is_alive()
     assert [r["holder"] for r in led.lease_records] == ["a"]
+
+
+def test_a_relist_frees_what_it_shows_freed_before_it_checks_what_it_shows_taken(ledger):
+    def claim(name, device=None):
+        results = [{"driver": "gpu.example.com", "pool": "n1", "device": device}] if device else []
+        return {"metadata": {"name": name, "namespace": "soak", "uid": name},
+                "status": {"allocation": {"devices": {"results": results}}} if device else {}}
+
+    def pvc(name, volume=""):
+        return {"metadata": {"name": name, "namespace": "soak", "uid": name}, "spec": {"volumeName": volume}}
+
+    ledger.claim_event("ADDED", claim("b-old", "gpu-0"))
+    ledger.pvc_event("ADDED", pvc("b-old", "pv-0"))
+    # While the watch was away, gpu-0 and pv-0 moved to a claim the list names first.
+    ledger.claim_list([claim("a-new", "gpu-0"), claim("b-old")])
+    ledger.pvc_list([pvc("a-new", "pv-0"), pvc("b-old")])
+    assert ledger.violations == []
+    ledger.claim_list([claim("c", "gpu-0"), claim("a-new", "gpu-0")])  # two claims at once: still caught
+    ledger.pvc_list([pvc("c", "pv-0"), pvc("a-new", "pv-0")])
+    assert ledger.violation_counts() == {"device_in_two_claims": 1, "volume_in_two_claims": 1}
