@@ -13,7 +13,8 @@ The final checks, on a quiet cluster:
 - the cache: each running instance dumps its cache and queue (SIGUSR2) and the dump is set
   beside the API's nodes and pods; what changed in the CACHE_WINDOW_S before the dump, or
   during it, is left out (cache_check.py);
-- lost pods: what is still pending is offered to a fresh instance of the same scheduler (its
+- lost pods: what is still pending when the long-running instances stop (they go on scheduling
+  while the cache is checked) is offered to a fresh instance of the same scheduler (its
   cache new from one list, leader election off). A pod it binds within FRESH_WAIT_S was
   schedulable, and the long-running instances had lost it, unless its node lost a pod after
   they stopped (split_fresh_binds); what it cannot bind could not fit;
@@ -308,6 +309,9 @@ class Run:
         self.schedulers.close()
         pods, _rv = self.cluster.list_all(f"/api/v1/namespaces/{NAMESPACE}/pods")
         at_stop = _running_by_node(pods)
+        # What the long-running instances left: the settle's list less what they bound (or what
+        # went) before they stopped, as the API has it now.
+        wanted = set(uids) & pending_uids(pods)
         fresh = SchedulerSet(self.implementation, self.workdir / "fresh", kubeconfig=self.lab.kubeconfig,
                              auth_kubeconfig=self.lab.kubeconfig, scheduler_name=SCHEDULER_NAME,
                              lease_name=LEASE_NAME + "-fresh", serving=self.certificates.serving,
@@ -317,17 +321,18 @@ class Run:
         fresh.slots = fresh.slots[:1]
         self.parts.append(fresh)
         fresh.start()
-        wanted = set(uids)
         wait_until(lambda: not wanted & {p.uid for p in self.ledger.pending(("never",))}, FRESH_WAIT_S, 1.0)
-        still = wanted & {p.uid for p in self.ledger.pending(("never",))}
         fresh.close()
         pods, _rv = self.cluster.list_all(f"/api/v1/namespaces/{NAMESPACE}/pods")
-        lost, room_freed = split_fresh_binds(wanted - still, at_stop, pods)
+        lost, room_freed = split_fresh_binds(wanted, at_stop, pods)
+        still = wanted & pending_uids(pods)
         with self.ledger.lock:  # its watches still run
             keys = {p.uid: p.key for p in self.ledger.pods.values()}
-        return {"offered": len(wanted), "bound_by_fresh_instance": sorted(keys.get(u, u) for u in lost),
+        return {"pending_after_settle": len(uids), "offered": len(wanted),
+                "bound_by_fresh_instance": sorted(keys.get(u, u) for u in lost),
                 "bound_where_room_was_freed_after_the_stop": sorted(keys.get(u, u) for u in room_freed),
-                "still_pending": sorted(keys.get(u, u) for u in still)}
+                "still_pending": sorted(keys.get(u, u) for u in still),
+                "gone": len(wanted - lost - room_freed - still)}
 
     def _judge_memory(self) -> list[dict]:
         per_pid: dict[int, list[dict]] = {}
@@ -405,13 +410,22 @@ def _running_by_node(pods: list[dict]) -> dict[str, set[str]]:
     return by_node
 
 
-def split_fresh_binds(bound: set[str], at_stop: dict[str, set[str]], pods_now: list[dict]) -> tuple[set[str], set[str]]:
-    """(lost, room freed): the pods a fresh instance bound, split by whether their node lost a
-    pod (deleted or finished) between the long-running instances' stop and now."""
+def pending_uids(pods: list[dict]) -> set[str]:
+    """The pods no node has and that are neither finished nor going."""
+    return {p["metadata"]["uid"] for p in pods if not (p.get("spec") or {}).get("nodeName")
+            and not p["metadata"].get("deletionTimestamp")
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")}
+
+
+def split_fresh_binds(offered: set[str], at_stop: dict[str, set[str]], pods_now: list[dict]) -> tuple[set[str], set[str]]:
+    """(lost, room freed): the offered pods the API now shows on a node (the fresh instance's
+    binds), split by whether that node lost a pod (deleted or finished) between the
+    long-running instances' stop and now. A pod that is gone is neither."""
     now = _running_by_node(pods_now)
     where = {p["metadata"]["uid"]: (p.get("spec") or {}).get("nodeName") for p in pods_now}
     freed = {node for node, uids in at_stop.items() if uids - now.get(node, set())}
-    room_freed = {uid for uid in bound if where.get(uid) in freed}
+    bound = {uid for uid in offered if where.get(uid)}
+    room_freed = {uid for uid in bound if where[uid] in freed}
     return bound - room_freed, room_freed
 
 
@@ -448,7 +462,8 @@ def verdicts(result: dict) -> list[tuple[str, bool, str]]:
     return [
         ("every pod that can fit is bound (a fresh instance binds none of those left pending)",
          not lost.get("bound_by_fresh_instance"),
-         f"pending after {result.get('settle_s')} s of settling: {lost.get('offered', 0)}; bound by a fresh "
+         f"pending after {result.get('settle_s')} s of settling: {lost.get('pending_after_settle', lost.get('offered', 0))}"
+         f", still pending at the stop: {lost.get('offered', 0)}; bound by a fresh "
          f"instance: {len(lost.get('bound_by_fresh_instance') or [])}; bound by it where a pod left after the "
          f"stop: {len(lost.get('bound_where_room_was_freed_after_the_stop') or [])}; could not fit: "
          f"{len(lost.get('still_pending') or [])}"),

@@ -152,6 +152,12 @@ class SchedulerSet:
         self._stop.set()
         if self._supervisor.is_alive():
             self._supervisor.join(10)
+        # All at once: stopped one by one, each standby took the Lease in turn and scheduled
+        # on (the last run's pods "lost" at the end were mostly bound so, after the settle).
+        for slot in self.slots:
+            with slot.lock:
+                if slot.process is not None and slot.process.alive():
+                    slot.process.send(signal.SIGTERM)
         for slot in self.slots:
             with slot.lock:
                 if slot.process is not None:

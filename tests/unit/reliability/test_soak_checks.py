@@ -123,7 +123,55 @@ def test_a_fresh_bind_where_a_pod_left_after_the_stop_is_not_counted_as_lost():
         return {"metadata": {"uid": uid}, "spec": {"nodeName": node}, "status": {"phase": phase}}
 
     at_stop = {"n1": {"a"}, "n2": {"b"}, "n3": {"c"}}
-    # After the stop, kwok finished a (n1) and deleted c (n3); b stayed on n2.
-    now = [pod("a", "n1", "Succeeded"), pod("b", "n2"), pod("x", "n1"), pod("y", "n2"), pod("z", "n3")]
-    lost, room_freed = split_fresh_binds({"x", "y", "z"}, at_stop, now)
+    # After the stop, kwok finished a (n1) and deleted c (n3); b stayed on n2. w is still
+    # pending and v went (a finished Job's pod, collected): neither was bound.
+    now = [pod("a", "n1", "Succeeded"), pod("b", "n2"), pod("x", "n1"), pod("y", "n2"), pod("z", "n3"),
+           pod("w", "")]
+    lost, room_freed = split_fresh_binds({"x", "y", "z", "w", "v"}, at_stop, now)
     assert lost == {"y"} and room_freed == {"x", "z"}
+
+
+def test_only_what_is_pending_at_the_stop_is_offered():
+    from tests.reliability.soak.run import pending_uids
+
+    def pod(uid, node="", phase="Pending", deleting=False):
+        return {"metadata": {"uid": uid, **({"deletionTimestamp": "2026-01-01T00:00:00Z"} if deleting else {})},
+                "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
+
+    # Bound by the long-running leader after the settle, finished, going, and still pending.
+    pods = [pod("bound", "n1"), pod("done", phase="Failed"), pod("going", deleting=True), pod("waiting")]
+    assert pending_uids(pods) == {"waiting"}
+
+
+def test_the_instances_are_all_signalled_before_any_is_waited_for(tmp_path):
+    """Stopped one by one, each standby took the Lease and scheduled on while the one before it
+    shut down."""
+    import signal
+    import types
+
+    from tests.reliability.soak.schedulers import SchedulerSet
+
+    calls = []
+
+    class Fake:
+        def __init__(self, pid):
+            self.pid, self.proc = pid, types.SimpleNamespace(returncode=None)
+
+        def alive(self):
+            return self.proc.returncode is None
+
+        def send(self, sig):
+            calls.append(("send", self.pid, sig))
+
+        def stop(self):
+            calls.append(("stop", self.pid))
+            self.proc.returncode = 0
+
+    schedulers = SchedulerSet("kubesched", tmp_path, kubeconfig="k", auth_kubeconfig="k", scheduler_name="s",
+                              lease_name="l", serving=("c", "k"), client_ca_file="ca", extenders=[], clock_origin=0.0)
+    for index, slot in enumerate(schedulers.slots):
+        slot.process = Fake(100 + index)
+    schedulers.close()
+    pids = [100 + i for i in range(len(schedulers.slots))]
+    assert calls == [("send", pid, signal.SIGTERM) for pid in pids] + [("stop", pid) for pid in pids]
+    assert all(slot.process is None for slot in schedulers.slots)
