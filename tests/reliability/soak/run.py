@@ -239,6 +239,9 @@ class Run:
         out["violation_counts"] = self.ledger.violation_counts()
         self.ledger.close_deferred()
         out["races"] = dict(self.ledger.races)
+        # How often the ledger's own watches listed again (after a 410 or a lost connection): a
+        # check that fires together with a relist may be the relist's, not the scheduler's.
+        out["ledger_relists"] = {watch.name: watch.relists - 1 for watch in self.watches}
         out["binds"] = self.ledger.binds
         with self.ledger.lock:
             latencies = {cls: list(values) for cls, values in self.ledger.bind_latencies.items()}
