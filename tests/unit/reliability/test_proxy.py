@@ -72,7 +72,7 @@ def test_bytes_arrive_whole_both_ways_and_the_upstream_close_follows_its_last_by
             sock.shutdown(socket.SHUT_WR)
             results.append(_receive_all(sock))
 
-    clients = [threading.Thread(target=one) for _ in range(4)]
+    clients = [threading.Thread(target=one) for _client in range(4)]
     for client in clients:
         client.start()
     for client in clients:
@@ -83,7 +83,7 @@ def test_bytes_arrive_whole_both_ways_and_the_upstream_close_follows_its_last_by
 
 
 def test_reset_all_resets_every_open_connection(proxy, upstream):
-    socks = [socket.create_connection(("127.0.0.1", proxy.port), timeout=10) for _ in range(3)]
+    socks = [socket.create_connection(("127.0.0.1", proxy.port), timeout=10) for _socket in range(3)]
     for sock in socks:
         sock.sendall(b"hold")
     while len(upstream.held) < 3:
