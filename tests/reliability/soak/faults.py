@@ -183,7 +183,9 @@ class FaultDriver:
             if compact:
                 out["compacted_revision"] = self.lab.compact_etcd()
             self._hold(began, fault.duration)
-            start()
+            # lab.sh up waits 30 s for the controllers' `default` ServiceAccount; a lab busy
+            # relisting after the restart can take longer (the soak saw it), and up is idempotent.
+            self._retry(start, attempts=3)
             answered = wait_until(self.cluster.ready, 120, 0.2)
             back = self.now()
             self.outages.append((stopped_at, back))
@@ -240,7 +242,8 @@ class FaultDriver:
         wait_until_ready(self.cluster.core, nodes, 120)
 
     def _retry(self, call, attempts: int = 6) -> None:
-        """A node call that meets an API server restarted by an overlapping fault tries again."""
+        """A call that meets an API server restarted by an overlapping fault, or a lab slow to
+        come back, tries again."""
         for attempt in range(attempts):
             try:
                 call()

@@ -175,3 +175,24 @@ def test_the_instances_are_all_signalled_before_any_is_waited_for(tmp_path):
     pids = [100 + i for i in range(len(schedulers.slots))]
     assert calls == [("send", pid, signal.SIGTERM) for pid in pids] + [("stop", pid) for pid in pids]
     assert all(slot.process is None for slot in schedulers.slots)
+
+
+def test_a_restart_whose_lab_up_times_out_once_is_tried_again(monkeypatch):
+    import types
+
+    from tests.reliability.soak import faults as soak_faults
+    from tests.reliability.soak.faults import FaultDriver
+
+    monkeypatch.setattr(soak_faults.time, "sleep", lambda _seconds: None)
+    ups = []
+
+    def up():
+        ups.append(1)
+        if len(ups) == 1:
+            raise RuntimeError("lab.sh up failed: the serviceaccount controller made no 'default' ServiceAccount")
+
+    lab = types.SimpleNamespace(stop_apiserver=lambda _sig: None, up=up)
+    driver = FaultDriver(None, lab=lab, cluster=types.SimpleNamespace(ready=lambda: True), schedulers=None,
+                         extender=None, proxy=None, certificates=None, origin=0.0)
+    record = driver.apiserver_restart(types.SimpleNamespace(duration=0.0))
+    assert len(ups) == 2 and record["api_answered_again"] and len(driver.outages) == 1
