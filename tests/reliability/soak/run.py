@@ -44,7 +44,7 @@ from tests.reliability.security import grant_metrics_to_scraper
 from tests.reliability.soak import cache_check, processes
 from tests.reliability.soak.certificates import Certificates
 from tests.reliability.soak.faults import Extender, FaultDriver
-from tests.reliability.soak.ledger import Ledger, parse_time
+from tests.reliability.soak.ledger import TERMINAL, Ledger, parse_time
 from tests.reliability.soak.plan import Plan
 from tests.reliability.soak.schedulers import LEASE_DURATION_S, RETRY_PERIOD_S, SchedulerSet
 from tests.reliability.soak.workload import NAMESPACE, Workload
@@ -364,7 +364,10 @@ class Run:
             overlap = sum(max(0.0, min(end, b) - max(start, a)) for a, b in self.faults.outages)
             allowed = GAP_ALLOWED_S + GAP_SLACK_S + overlap
             # An upper bound within the allowance holds; one over it, unobserved, is not known.
-            within = handover["gap_s"] <= allowed or (None if not handover["observed"] else False)
+            if handover["gap_s"] <= allowed:
+                within: bool | None = True
+            else:
+                within = False if handover["observed"] else None
             judged.append({**handover, "at": round(end, 1), "outage_overlap_s": round(overlap, 2),
                            "allowed_s": round(allowed, 2), "within": within})
         return judged
@@ -408,7 +411,7 @@ def _running_by_node(pods: list[dict]) -> dict[str, set[str]]:
     by_node: dict[str, set[str]] = {}
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
-        if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+        if node and (pod.get("status") or {}).get("phase") not in TERMINAL:
             by_node.setdefault(node, set()).add(pod["metadata"]["uid"])
     return by_node
 
@@ -417,7 +420,7 @@ def pending_uids(pods: list[dict]) -> set[str]:
     """The pods no node has and that are neither finished nor going."""
     return {p["metadata"]["uid"] for p in pods if not (p.get("spec") or {}).get("nodeName")
             and not p["metadata"].get("deletionTimestamp")
-            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")}
+            and (p.get("status") or {}).get("phase") not in TERMINAL}
 
 
 def split_fresh_binds(offered: set[str], at_stop: dict[str, set[str]], pods_now: list[dict]) -> tuple[set[str], set[str]]:
