@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import urllib3
 
 from kubesched import klog, metrics
+from kubesched.backend.api_dispatcher import APIDispatcher
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.pod_groups import PodGroups, group_key
 from kubesched.backend.queue import Nominator, SchedulingQueue
@@ -125,17 +126,21 @@ class NoNodesAvailable(Exception):
         return NO_NODES_AVAILABLE
 
 
-def status_patch(raw: dict, reason: str, message: str, nominating: str | None) -> dict | None:
+def status_patch(raw: dict, reason: str, message: str, nominating: str | None, *,
+                 force: bool = False) -> dict | None:
     """The pods/status patch for a failed attempt, or None when nothing would change
-    (upstream updatePod + podutil.UpdatePodCondition)."""
+    (upstream updatePod + podutil.UpdatePodCondition). With force, the condition is in the patch
+    even when raw has it already: it must replace an earlier patch that is still waiting."""
     status = raw.get("status") or {}
     # 1.37 tracks the pod's generation in its conditions (PodObservedGenerationTracking, on by
     # default; podutil.CalculatePodConditionObservedGeneration). 0 is omitted, as Go's omitempty.
     generation = (raw.get("metadata") or {}).get("generation") or 0
     existing = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), None)
     patch_status: dict[str, Any] = {}
-    if existing is None or (existing.get("status"), existing.get("reason"), existing.get("message"),
-                            existing.get("observedGeneration") or 0) != ("False", reason, message, generation):
+    unchanged = existing is not None and (existing.get("status"), existing.get("reason"), existing.get("message"),
+                                          existing.get("observedGeneration") or 0) == ("False", reason, message,
+                                                                                       generation)
+    if force or not unchanged:
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         transition = now if existing is None or existing.get("status") != "False" else \
             existing.get("lastTransitionTime") or now
@@ -164,6 +169,7 @@ class SchedulingCycle:
     extenders: list
     next_start_node_index: int
     bind_pool: ThreadPoolExecutor
+    api_dispatcher: APIDispatcher
     binds_in_flight: int
     binds_lock: threading.Lock
     stop: threading.Event
@@ -190,6 +196,13 @@ class SchedulingCycle:
         if status is not None:
             self.handle_scheduling_failure(fwk, pod, status, result.nominating, start)
             return
+        self._start_binding(fwk, state, pod, assumed, result, start)
+
+    def _start_binding(self, fwk: Framework, state: CycleState, pod: PodInfo, assumed: PodInfo,
+                       result: ScheduleResult, start: float) -> None:
+        # A PodScheduled=False of an earlier attempt that is still waiting would land after
+        # the binding; the nomination it may carry is moot once the pod is bound.
+        self.api_dispatcher.drop(("pods", pod.uid))
         with self.binds_lock:
             self.binds_in_flight += 1
             self._binding_goroutines.set(self.binds_in_flight)
@@ -343,10 +356,7 @@ class SchedulingCycle:
                 self.handle_scheduling_failure(fwk, pod, self._rejected_on(pod, host, status), CLEAR_NOMINATION,
                                                start, group=(len(results), True))
                 continue
-            with self.binds_lock:
-                self.binds_in_flight += 1
-                self._binding_goroutines.set(self.binds_in_flight)
-            self.bind_pool.submit(self.binding_cycle, fwk, state, pod, assumed, result, start)
+            self._start_binding(fwk, state, pod, assumed, result, start)
 
     def _reject_pod_group(self, fwk: Framework, pods: list[PodInfo], results: list, group_status: Status,
                           start: float, nominations: dict[str, str], unevaluated: Status, waiting: bool) -> None:
@@ -507,15 +517,14 @@ class SchedulingCycle:
                 f"{meta.get('name')}/status")
         client = self.client
 
-        def send() -> None:
+        def send(body: dict) -> None:
             try:
-                client.request("PATCH", path, {"status": {"conditions": conditions}},
-                               content_type="application/merge-patch+json")
+                client.request("PATCH", path, body, content_type="application/merge-patch+json")
             except Exception as err:  # noqa: BLE001
                 klog.error("Failed to update PodGroup status", podGroup=f"{meta.get('namespace')}/{meta.get('name')}",
                            err=str(err))
 
-        self.bind_pool.submit(send)
+        self.api_dispatcher.add(("podgroups", path), {"status": {"conditions": conditions}}, send)
 
     # =========================================================================================
     # The scheduling cycle
@@ -965,7 +974,8 @@ class SchedulingCycle:
         self._submit_status_patch(pod, reason, message, nominating)
 
     def _submit_status_patch(self, pod: PodInfo, reason: str, message: str, nominating: str | None) -> None:
-        patch = status_patch(pod.raw, reason, message, nominating)
+        patch = status_patch(pod.raw, reason, message, nominating,
+                             force=self.api_dispatcher.has_waiting(("pods", pod.uid)))
         if patch is not None:
             self._submit_patch(pod, patch)
 
@@ -974,10 +984,10 @@ class SchedulingCycle:
             return
         client = self.client
 
-        def send() -> None:
+        def send(body: dict) -> None:
             try:
-                client.patch_pod_status(pod.namespace, pod.name, patch)
+                client.patch_pod_status(pod.namespace, pod.name, body)
             except Exception as err:  # noqa: BLE001
                 klog.error("Error updating pod", pod=pod.key, err=str(err))
 
-        self.bind_pool.submit(send)
+        self.api_dispatcher.add(("pods", pod.uid), patch, send)

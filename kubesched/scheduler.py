@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kubesched import features, klog, metrics
+from kubesched.backend.api_dispatcher import APIDispatcher
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informers import InformerRegistry
 from kubesched.backend.pod_groups import PodGroups
@@ -81,6 +82,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
             nominator=self.nominator)
         self.next_start_node_index = 0
         self.bind_pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
+        self.api_dispatcher = APIDispatcher(workers=cfg.parallelism)
         self.binds_in_flight = 0
         self.binds_lock = threading.Lock()
         self._binding_goroutines = metrics.goroutines.labels("binding")  # resolved once, set per pod
@@ -129,4 +131,5 @@ class Scheduler(EventHandlers, SchedulingCycle):
     def shutdown(self, timeout: float = 5.0) -> None:
         self.queue.close()
         self.bind_pool.shutdown(wait=True, cancel_futures=False)
+        self.api_dispatcher.close(timeout)
         self.broadcaster.shutdown(timeout)

@@ -3,11 +3,13 @@ assume, bind asynchronously, events, status, requeue."""
 
 import json
 import random
+import threading
 from pathlib import Path
 
 import pytest
 from kubesched_fakes import FAKE_REGISTRY, FakeClient, node_raw, pod_raw
 
+from kubesched.backend.api_dispatcher import APIDispatcher
 from kubesched.config import parse_config
 from kubesched.framework.types import PodInfo
 from kubesched.schedule_one import CLEAR_NOMINATION, num_feasible_nodes_to_find, select_host, status_patch
@@ -60,6 +62,7 @@ def drain(sched, limit=100):
             break
         sched.schedule_one(p)
     sched.bind_pool.shutdown(wait=True)
+    assert sched.api_dispatcher.wait_idle(5)
 
 
 def events(sched):
@@ -414,3 +417,62 @@ def test_select_host_walk_equals_heapify_on_random_ties():
         totals = [rng.randrange(rng.randint(1, 4)) for _unused in range(rng.randint(1, 400))]
         names = [f"n{i}" for i in range(len(totals))]
         assert select_host(names, totals) == names[_go_heap_init_root(totals)], totals
+
+
+def retry_unschedulable(sched, now):
+    """Move every unschedulable pod back to the active queue (the 5-minute flush, then backoff)."""
+    sched.queue.clock = lambda: now
+    sched.queue.flush_unschedulable_leftover()
+    sched.queue.flush_backoff_completed()
+
+
+def test_failed_attempts_queue_one_status_patch_per_pod_and_hold_back_no_bind(fake_registry):
+    """The soak's leader retried 600 unschedulable pods under churn while the API server was
+    slow: every attempt queued its own status patch on the bind threads, 28,000 of them ahead of
+    the binds. Patches now wait one per pod, apart from the binds."""
+    big = [pod_raw(f"big-{i}", cpu="8") for i in range(50)]
+    sched, client = make(nodes=[node_raw("n1", cpu="4")], pods=big)
+    gate = threading.Event()
+    patch = client.patch_pod_status
+    client.patch_pod_status = lambda *args: gate.wait(10) and patch(*args)  # the API server is slow
+    for attempt in range(3):
+        if attempt:
+            sched.on_node_add(node_raw(f"n{attempt + 1}", cpu="4"))  # a new message each attempt
+            retry_unschedulable(sched, 10**6 * attempt)
+        for _unused in big:
+            sched.schedule_one(sched.queue.pop(timeout=0))
+    workers = sched.cfg.parallelism
+    assert sched.api_dispatcher.pending() <= len(big) + workers  # not 150
+    sched.on_pod_add(pod_raw("small", cpu="1"))
+    sched.schedule_one(sched.queue.pop(timeout=0))
+    assert sched.wait_for_binds(5)
+    assert [key for key, _node, _uid in client.binds] == ["default/small"]
+    assert client.status_patches == []  # every patch still held
+    gate.set()
+    assert sched.api_dispatcher.wait_idle(10)
+    sent = client.status_patches
+    assert len(sent) <= len(big) + workers
+    last = {key: body["status"]["conditions"][0]["message"].split(" nodes")[0] for key, _name, body in sent}
+    assert last == {f"default/big-{i}": "0/3" for i in range(50)}
+
+
+def test_a_patch_waiting_from_an_earlier_attempt_is_dropped_when_the_pod_is_bound(fake_registry):
+    sched, client = make(nodes=[node_raw("n1", cpu="4")], pods=[pod_raw("other", cpu="16"), pod_raw("web", cpu="6")])
+    gate = threading.Event()
+    patch = client.patch_pod_status
+    client.patch_pod_status = lambda *args: gate.wait(10) and patch(*args)
+    sched.api_dispatcher.close(1)
+    sched.api_dispatcher = APIDispatcher(workers=1)  # one worker: "other"'s patch holds it
+    for _unused in range(2):
+        sched.schedule_one(sched.queue.pop(timeout=0))
+    web = next(uid for uid, entry in sched.queue.entries.items() if entry.pod.name == "web")
+    assert sched.api_dispatcher.has_waiting(("pods", web))
+    sched.on_node_update(node_raw("n1", cpu="4", rv="1"), node_raw("n1", cpu="8", rv="2"))
+    retry_unschedulable(sched, 10**6)
+    for _unused in range(2):
+        sched.schedule_one(sched.queue.pop(timeout=0))
+    assert sched.wait_for_binds(5)
+    gate.set()
+    assert sched.api_dispatcher.wait_idle(10)
+    assert [key for key, _node, _uid in client.binds] == ["default/web"]
+    assert {key for key, _name, _body in client.status_patches} == {"default/other"}

@@ -173,6 +173,7 @@ def drain(sched, limit=50):
             break
         sched.schedule_one(pod)
     sched.wait_for_binds(5)
+    assert sched.api_dispatcher.wait_idle(5)
 
 
 def bound(sched):
