@@ -419,6 +419,14 @@ def test_select_host_walk_equals_heapify_on_random_ties():
         assert select_host(names, totals) == names[_go_heap_init_root(totals)], totals
 
 
+def stall_status_patches(client):
+    """Hold every pod status patch until the returned event is set."""
+    gate = threading.Event()
+    patch = client.patch_pod_status
+    client.patch_pod_status = lambda *args: gate.wait(10) and patch(*args)
+    return gate
+
+
 def retry_unschedulable(sched, now):
     """Move every unschedulable pod back to the active queue (the 5-minute flush, then backoff)."""
     sched.queue.clock = lambda: now
@@ -432,9 +440,7 @@ def test_failed_attempts_queue_one_status_patch_per_pod_and_hold_back_no_bind(fa
     the binds. Patches now wait one per pod, apart from the binds."""
     big = [pod_raw(f"big-{i}", cpu="8") for i in range(50)]
     sched, client = make(nodes=[node_raw("n1", cpu="4")], pods=big)
-    gate = threading.Event()
-    patch = client.patch_pod_status
-    client.patch_pod_status = lambda *args: gate.wait(10) and patch(*args)  # the API server is slow
+    gate = stall_status_patches(client)  # the API server is slow
     for attempt in range(3):
         if attempt:
             sched.on_node_add(node_raw(f"n{attempt + 1}", cpu="4"))  # a new message each attempt
@@ -458,9 +464,7 @@ def test_failed_attempts_queue_one_status_patch_per_pod_and_hold_back_no_bind(fa
 
 def test_a_patch_waiting_from_an_earlier_attempt_is_dropped_when_the_pod_is_bound(fake_registry):
     sched, client = make(nodes=[node_raw("n1", cpu="4")], pods=[pod_raw("other", cpu="16"), pod_raw("web", cpu="6")])
-    gate = threading.Event()
-    patch = client.patch_pod_status
-    client.patch_pod_status = lambda *args: gate.wait(10) and patch(*args)
+    gate = stall_status_patches(client)
     sched.api_dispatcher.close(1)
     sched.api_dispatcher = APIDispatcher(workers=1)  # one worker: "other"'s patch holds it
     for _unused in range(2):

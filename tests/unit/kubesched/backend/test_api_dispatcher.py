@@ -34,12 +34,19 @@ def condition(message):
     return {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "message": message}]}}
 
 
-def test_patches_for_one_pod_merge_while_it_waits_the_newest_condition_the_last_nomination():
+def one_being_sent(workers, key, body):
+    """A dispatcher whose first call (key, body) is being sent and held there until
+    rec.release is set."""
     rec = Recorder()
-    dispatcher = APIDispatcher(workers=1)
+    dispatcher = APIDispatcher(workers=workers)
     rec.release.clear()
-    dispatcher.add("held", condition("first"), rec.sender("held"))
-    assert rec.started.acquire(timeout=5)  # the only worker is busy with "held"
+    dispatcher.add(key, body, rec.sender(key))
+    assert rec.started.acquire(timeout=5)
+    return rec, dispatcher
+
+
+def test_patches_for_one_pod_merge_while_it_waits_the_newest_condition_the_last_nomination():
+    rec, dispatcher = one_being_sent(1, "held", condition("first"))  # the only worker is busy with "held"
     dispatcher.add("web", {"status": {"nominatedNodeName": "n1", **condition("a")["status"]}}, rec.sender("web"))
     for i in range(500):
         dispatcher.add("web", condition(f"attempt {i}"), rec.sender("web"))
@@ -52,11 +59,7 @@ def test_patches_for_one_pod_merge_while_it_waits_the_newest_condition_the_last_
 
 
 def test_one_call_per_object_at_a_time_in_the_order_made():
-    rec = Recorder()
-    dispatcher = APIDispatcher(workers=4)
-    rec.release.clear()
-    dispatcher.add("web", condition("1"), rec.sender("web"))
-    assert rec.started.acquire(timeout=5)
+    rec, dispatcher = one_being_sent(4, "web", condition("1"))
     dispatcher.add("web", condition("2"), rec.sender("web"))   # waits for "1", three workers idle
     dispatcher.add("db", condition("x"), rec.sender("db"))
     assert rec.started.acquire(timeout=5)  # "db" is not held up by "web"
@@ -69,11 +72,7 @@ def test_one_call_per_object_at_a_time_in_the_order_made():
 
 
 def test_a_dropped_call_is_not_sent_and_one_being_sent_finishes():
-    rec = Recorder()
-    dispatcher = APIDispatcher(workers=1)
-    rec.release.clear()
-    dispatcher.add("web", condition("sending"), rec.sender("web"))
-    assert rec.started.acquire(timeout=5)
+    rec, dispatcher = one_being_sent(1, "web", condition("sending"))
     dispatcher.add("web", condition("stale"), rec.sender("web"))
     assert dispatcher.has_waiting("web")
     dispatcher.drop("web")
@@ -108,12 +107,8 @@ def test_close_sends_what_waits_within_the_timeout_and_counts_the_rest():
     dispatcher.add("late", condition("late"), rec.sender("late"))  # closed: ignored
     assert dispatcher.pending() == 0
 
-    held = Recorder()
-    held.release.clear()
-    stuck = APIDispatcher(workers=1)
-    stuck.add("a", condition("a"), held.sender("a"))
+    held, stuck = one_being_sent(1, "a", condition("a"))
     stuck.add("b", condition("b"), held.sender("b"))
-    assert held.started.acquire(timeout=5)
     assert stuck.close(0.2) == 2  # "a" still being sent, "b" never started
     held.release.set()
 
