@@ -76,6 +76,14 @@ def run(cluster: Cluster, workdir: str, *, pods: int = 40, each: int = 10) -> Su
         settled = wait_until(lambda: instance.metric("scheduler_cache_size", {"type": "assumed_pods"}) == 0,
                              30, 0.2)
         result.check("no assumed pod left in the cache", settled is not None)
+        # The watch clears a raced pod from the assumed ones (deleted, or bound elsewhere) while
+        # kubesched's own bind for it may still wait on the throttled client: count the refusals
+        # once every bind it started has ended, and its log has the last of them.
+        drained = wait_until(lambda: instance.metric("scheduler_goroutines", {"operation": "binding"}) == 0,
+                             60, 0.2)
+        result.check("every bind kubesched started has ended", drained is not None,
+                     f"binds in flight: {instance.metric('scheduler_goroutines', {'operation': 'binding'})}")
+        wait_until(lambda: len(instance.bind_failures()) >= 2 * each, 5, 0.2)
         failures = instance.bind_failures()
         lost_races = sorted(set(failures) & {f"{namespace}/{n}" for n in deleted + foreign})
         result.figures["races_lost_by_kubesched"] = len(lost_races)
