@@ -570,6 +570,11 @@ def _serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace, api
         leading.set()
         try:
             if not delay_cache or sync_caches():
+                if cfg.leader_election.leader_elect:
+                    # Its own client: the informers' watch process may be what lags.
+                    probe = ApiClient(creds, qps=0, burst=0, pool_size=len(scheduler.informers.requested),
+                                      user_agent=agent + " catch-up")
+                    scheduler.catch_up(probe, stop, cfg.leader_election.lease_duration)
                 scheduler.run(stop)
         finally:
             scheduling_done.set()

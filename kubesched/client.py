@@ -307,11 +307,13 @@ class ApiClient:
             query["continue"] = token
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int = 300,
-              bookmarks: bool = True) -> Iterator[dict]:
+              bookmarks: bool = True, idle_timeout: float | None = None) -> Iterator[dict]:
         """Stream watch events ({"type", "object"}) from resource_version.
 
         Raises WatchExpired on 410 Gone (from the response or an ERROR event), ApiError on
-        other failures; a clean server-side timeout simply ends the iteration.
+        other failures; a clean server-side timeout simply ends the iteration. With
+        idle_timeout, a stream that sends nothing for that long once it has answered raises
+        urllib3's ReadTimeoutError.
         """
         self._throttle("GET")
         params = {"watch": "1", "resourceVersion": resource_version,
@@ -333,6 +335,9 @@ class ApiClient:
                 raise WatchExpired(resp.data.decode(errors="replace"))
             if resp.status >= 300:
                 raise _api_error(resp.status, resp.data)
+            if idle_timeout is not None:
+                # The answer's head may be slow on a loaded server; the events after it may not.
+                resp.connection.sock.settimeout(idle_timeout)
             buffer = b""
             while True:
                 # read1 returns what has arrived: a quiet watch must not wait for a full buffer.

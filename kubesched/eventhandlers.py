@@ -10,8 +10,10 @@ dispatcher (add_all_event_handlers), whose ClusterEvents the plugins' QueueingHi
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Callable, Optional, Tuple
 
+from kubesched import klog
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.informers import RESOURCES, InformerRegistry, Resource
 from kubesched.backend.pod_groups import PodGroups
@@ -22,6 +24,7 @@ from kubesched.framework.interface import ActionType, ClusterEvent, EventResourc
 from kubesched.framework.types import PodInfo, assigned, is_terminal
 
 if TYPE_CHECKING:
+    from kubesched.client import ApiClient
     from kubesched.framework.runtime import Framework
 
 # Which pods an event can concern at all, before any plugin's hint is asked: each of the many
@@ -276,3 +279,16 @@ class EventHandlers:
 
     def caches_synced(self) -> bool:
         return self.informers.synced()
+
+    def catch_up(self, client: ApiClient, stop: threading.Event, timeout: float) -> None:
+        """Before a new leader's first cycle: wait until the caches hold what the API server
+        had when the Lease was taken, at most timeout. kube-scheduler schedules at once from
+        what its standby informers hold; the soak saw a takeover so overcommit a node whose
+        last bindings the new leader's watch had not delivered yet."""
+        start = time.monotonic()
+        behind = self.informers.catch_up(client, stop, timeout)
+        if behind:
+            klog.warning("Caches still behind the API server; scheduling from them", resources=",".join(behind),
+                         waited=f"{time.monotonic() - start:.3f}s")
+        else:
+            klog.info("Caches caught up with the API server", waited=f"{time.monotonic() - start:.3f}s")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 import traceback
 from typing import Any, Callable
 
@@ -23,6 +24,9 @@ from kubesched.client import ApiClient, ApiError, WatchExpired
 INITIAL_RETRY = 0.8
 MAX_RETRY = 30.0
 WATCH_TIMEOUT = 300  # seconds the server keeps one watch open (client-go picks 5-10 minutes)
+# A watch from a past resourceVersion is sent what the server holds since at once: a silence
+# this long after that means nothing more is owed (owed_version).
+CATCH_UP_IDLE = 0.1
 
 
 def object_key(obj: dict) -> str:
@@ -116,6 +120,12 @@ class Informer:
         if resource_version:
             self.resource_version = resource_version
 
+    def holds(self, resource_version: str) -> bool:
+        """Whether every change up to resource_version (an integer, as etcd makes them) has
+        been applied to the store and its handlers."""
+        seen = self.resource_version
+        return seen.isdigit() and int(seen) >= int(resource_version)
+
     def _store(self, key: str, obj: dict, old: dict | None) -> None:
         """Keep obj and report it as an add, or an update of old (unless unchanged)."""
         self.store[key] = intern_strings(obj)
@@ -181,6 +191,36 @@ def reflect(client: ApiClient, path: str, name: str, stop: threading.Event, on_l
             if stop.wait(retry):
                 return
             retry = min(retry * 2, MAX_RETRY)
+
+
+def owed_version(client: ApiClient, path: str, seen: str, deadline: float) -> str | None:
+    """The resourceVersion an informer that has applied `seen` must reach to hold every change
+    the server has made to path by now; None when it holds them all already.
+
+    A listing of one item is a quorum read: its resourceVersion is the server's now. The
+    changes since `seen` that concern path are what a watch from `seen` replays, in order; the
+    last one at or before now is the answer. Versions are compared as the integers etcd makes;
+    a server whose versions are not integers gives None (nothing can be told from them).
+    """
+    listing = client.request("GET", path, params={"limit": "1"})
+    now = (listing.get("metadata") or {}).get("resourceVersion", "")
+    if not (now.isdigit() and seen.isdigit()) or int(seen) >= int(now):
+        return None
+    owed = None
+    try:
+        for event in client.watch(path, seen, timeout_seconds=max(1, int(deadline - time.monotonic())),
+                                  bookmarks=False, idle_timeout=CATCH_UP_IDLE):
+            rv = _rv(event.get("object") or {})
+            if not rv.isdigit() or int(rv) > int(now):
+                break
+            owed = rv
+            if time.monotonic() >= deadline:
+                break
+    except urllib3.exceptions.ReadTimeoutError:
+        pass  # quiet: the server has sent all it held since `seen`
+    except WatchExpired:
+        return now  # `seen` is older than the server's watch window: only now itself will do
+    return owed
 
 
 def list_into(client: ApiClient, path: str, page_size: int, transform: Transform, on_list: ListSink) -> str:

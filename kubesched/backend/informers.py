@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
+import urllib3
+
 from kubesched import klog
-from kubesched.backend.informer import Informer, list_into
+from kubesched.backend.informer import Informer, list_into, owed_version
 from kubesched.backend.trim import Transform, trim_metadata
 from kubesched.client import ApiClient, ApiError
 from kubesched.framework.interface import EventResource
@@ -199,6 +202,35 @@ class InformerRegistry:
 
     def synced(self) -> bool:
         return all(informer.synced.is_set() for informer in self._waited())
+
+    def catch_up(self, client: ApiClient, stop: threading.Event, timeout: float) -> list[str]:
+        """Wait until every informer has applied what the server had made of its resource when
+        called; the resources still behind after timeout (or stop).
+
+        For a new leader: a standby's watches can trail the server by seconds on a loaded
+        machine, and a cache without the last bindings overcommits nodes (owed_version says
+        what each informer must reach; client asks, so it must not be the informers' own).
+        """
+        deadline = time.monotonic() + timeout
+        informers = self._waited()
+
+        def owed(informer: Informer) -> str | None:
+            try:
+                return owed_version(client, informer.path, informer.resource_version, deadline)
+            except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+                klog.warning("Cannot tell what the cache still lacks; going on", resource=informer.name,
+                             err=str(err)[:300])
+                return None
+
+        with ThreadPoolExecutor(max_workers=max(1, len(informers)), thread_name_prefix="catch-up") as pool:
+            targets = list(pool.map(owed, informers))
+        behind = []
+        for informer, target in zip(informers, targets):
+            while target is not None and not informer.holds(target):
+                if time.monotonic() >= deadline or stop.wait(0.01):
+                    behind.append(informer.name)
+                    break
+        return behind
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout

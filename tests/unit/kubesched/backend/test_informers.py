@@ -2,11 +2,16 @@
 in, the one dispatcher to the queue, a cluster loaded once without watching, and resources the
 API server does not serve."""
 
+import io
 import random
+import sys
+import threading
+import time
 
 import pytest
 from kubesched_fakes import FakeClient, node_raw, pod_raw
 
+from kubesched import klog
 from kubesched.backend.informers import RESOURCES, InformerRegistry
 from kubesched.backend.queue import ACTIVE, BACKOFF, GATED
 from kubesched.backend.volumes import STORAGE_RESOURCES
@@ -145,3 +150,56 @@ def test_a_resource_the_api_server_does_not_serve_is_skipped_and_not_waited_for(
 def test_an_unknown_resource_is_refused_by_name():
     with pytest.raises(KeyError, match="no informer for 'widgets'"):
         InformerRegistry().informer("widgets")
+
+
+class Probe:
+    """What a new leader's catch-up reads of each resource: the server's version now, and the
+    changes since the informer's version (owed_version's two calls)."""
+
+    def __init__(self, now, changes, broken=()):
+        self.now, self.changes, self.broken = now, changes, broken
+
+    def request(self, method, path, body=None, params=None, **_):
+        if any(name in path for name in self.broken):
+            raise ConnectionRefusedError("connection refused")
+        return {"metadata": {"resourceVersion": self.now}}
+
+    def watch(self, path, resource_version, **_):
+        yield from self.changes.get(path, [])
+
+
+def behind_by_one_change():
+    informers = InformerRegistry(FakeClient())
+    for name in ("nodes", "pods"):
+        informers.request(name).resource_version = "30"
+    change = {"type": "MODIFIED", "object": {"metadata": {"name": "p", "resourceVersion": "35"}}}
+    return informers, Probe("40", {RESOURCES["pods"].path: [change]})
+
+
+def test_a_new_leader_waits_until_each_informer_applied_what_it_owes():
+    informers, probe = behind_by_one_change()
+    pods = informers.informer("pods")
+    threading.Timer(0.2, pods.apply_event, ("MODIFIED", pod_raw("p"), "35")).start()
+    started = time.monotonic()
+    assert informers.catch_up(probe, threading.Event(), timeout=5) == []
+    assert time.monotonic() - started >= 0.2 and pods.resource_version == "35"
+
+
+def test_an_informer_still_behind_at_the_deadline_is_named_and_the_wait_ends():
+    informers, probe = behind_by_one_change()
+    started = time.monotonic()
+    assert informers.catch_up(probe, threading.Event(), timeout=0.3) == ["pods"]
+    assert time.monotonic() - started < 2
+
+
+def test_a_resource_the_probe_cannot_read_is_not_waited_for():
+    informers, probe = behind_by_one_change()
+    probe.broken = ("pods",)
+    log, before = io.StringIO(), klog.verbosity()
+    klog.set_verbosity(0, log)
+    try:
+        assert informers.catch_up(probe, threading.Event(), timeout=5) == []
+    finally:
+        klog.set_verbosity(before, sys.stderr)
+    assert 'Cannot tell what the cache still lacks; going on" resource="pods"' in log.getvalue()
+    assert "connection refused" in log.getvalue()
