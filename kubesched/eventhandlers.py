@@ -287,6 +287,8 @@ class EventHandlers:
         last bindings the new leader's watch had not delivered yet."""
         start = time.monotonic()
         behind = self.informers.catch_up(client, stop, timeout)
+        if stop.is_set():
+            return  # shutting down: no cycle follows
         if behind:
             klog.warning("Caches still behind the API server; scheduling from them", resources=",".join(behind),
                          waited=f"{time.monotonic() - start:.3f}s")

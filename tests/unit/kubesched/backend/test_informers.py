@@ -203,3 +203,27 @@ def test_a_resource_the_probe_cannot_read_is_not_waited_for():
         klog.set_verbosity(before, sys.stderr)
     assert 'Cannot tell what the cache still lacks; going on" resource="pods"' in log.getvalue()
     assert "connection refused" in log.getvalue()
+
+
+def test_a_new_leader_logs_what_it_waited_for_and_what_is_still_behind():
+    sched = scheduler(client=FakeClient())
+    for name in sched.informers.requested:
+        sched.informers.informer(name).resource_version = "40"
+    sched.informers.informer("pods").resource_version = "30"
+    change = {"type": "MODIFIED", "object": {"metadata": {"name": "p", "resourceVersion": "35"}}}
+    probe = Probe("40", {RESOURCES["pods"].path: [change]})
+    log, before = io.StringIO(), klog.verbosity()
+    klog.set_verbosity(0, log)
+    try:
+        sched.catch_up(probe, threading.Event(), timeout=0.2)
+        stopping = threading.Event()
+        stopping.set()
+        sched.catch_up(probe, stopping, timeout=5)  # shutting down: nothing to say
+        sched.informers.informer("pods").resource_version = "35"
+        sched.catch_up(probe, threading.Event(), timeout=5)
+    finally:
+        klog.set_verbosity(before, sys.stderr)
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 2, lines
+    assert 'Caches still behind the API server; scheduling from them" resources="pods"' in lines[0]
+    assert '"Caches caught up with the API server"' in lines[1]
