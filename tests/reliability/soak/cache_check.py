@@ -14,6 +14,11 @@ is listed again. A pod or node that changed between the two lists is in flux (a 
 either state, by how far its watch has got) and left out; one that did not change had not
 changed for the whole window either, so every healthy watch has delivered it, and the cache
 must hold it as the API does.
+
+A pod in a scheduling attempt is in neither the cache nor the queue (upstream's dump lists the
+queue's heaps, not the pods popped from them), so a leader's one dump can miss a pod that is
+fine. The instances dump twice, DUMP_GAP_S apart: a pending pod is missing from the queue, and a
+mismatch the scheduler reports is one, only when both dumps say so.
 """
 
 from __future__ import annotations
@@ -21,9 +26,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+DUMP_GAP_S = 5.0  # between an instance's two dumps: longer than one scheduling attempt takes
 NODES_HEADER = '"Dump of cached NodeInfo"'
 QUEUE_HEADER = '"Dump of scheduling queue"'
 MISMATCH = '"Cache mismatch"'
+# The names and UIDs in a "Cache mismatch" line: missedPods=["u9"] (Go) or missedPods="['u9']".
+MISMATCH_ITEM = re.compile(r"""[\["',]\s*[\\]?['"]([^'"\\]+)[\\]?['"]""")
 POD_LINE = re.compile(r"name: (\S*), namespace: (\S*), uid: ([0-9a-f-]+), phase: (\w*), nominated node: ?(\S*)")
 
 
@@ -106,11 +114,23 @@ def in_flux(before: list[dict], after: list[dict]) -> set[str]:
     return {key for key in old.keys() | new.keys() if old.get(key) != new.get(key)}
 
 
+def mismatch_items(dump: CacheDump) -> set[str]:
+    """The node names and pod UIDs the scheduler's own comparison reported."""
+    return {item for line in dump.mismatches for item in MISMATCH_ITEM.findall(line)}
+
+
 def compare(dump: CacheDump, nodes: list[dict], pods: list[dict], scheduler_name: str,
-            moving: set[str] = frozenset()) -> dict:
+            moving: set[str] = frozenset(), again: CacheDump | None = None) -> dict:
     """What differs between the dump and the API (empty lists when they agree), leaving out the
-    pods (by UID) and nodes (by name) in moving."""
+    pods (by UID) and nodes (by name) in moving. With again, the same instance's later dump: a
+    pod missing from the queue, or a mismatch reported, counts only when it is in both."""
     on_node, pending, deleting = api_view(nodes, pods, scheduler_name)
+    mismatches = dump.mismatches[-4:]
+    held_again: set[str] = set()
+    if again is not None:
+        held_again = again.queue | {uid for uids in again.nodes.values() for uid in uids}
+        both = mismatch_items(dump) & mismatch_items(again)
+        mismatches = [line for line in again.mismatches if set(MISMATCH_ITEM.findall(line)) & both][-4:]
     api_nodes = {n["metadata"]["name"] for n in nodes} - moving
     cached_nodes = set(dump.nodes) - moving
     cached_where = {uid: node for node, uids in dump.nodes.items() for uid in uids if uid not in moving}
@@ -122,9 +142,9 @@ def compare(dump: CacheDump, nodes: list[dict], pods: list[dict], scheduler_name
         "pods_extra": sorted(uid for uid in cached_where if uid not in api_where),
         "pods_on_wrong_node": sorted(uid for uid, node in cached_where.items()
                                      if uid in api_where and api_where[uid] != node),
-        "queue_missing": sorted(pending - dump.queue - set(cached_where) - moving),
+        "queue_missing": sorted(pending - dump.queue - set(cached_where) - held_again - moving),
         "queue_extra": sorted(dump.queue - pending - deleting - moving),
-        "scheduler_reported_mismatches": dump.mismatches[-4:],
+        "scheduler_reported_mismatches": mismatches,
     }
 
 

@@ -10,9 +10,10 @@ The final checks, on a quiet cluster:
   of 5 minutes, after which every scheduler retries a pod that waits for no event); when some
   are left, until kwok has caught up (a Job pod it has not finished keeps its room) and then
   AFTER_KWOK_S more;
-- the cache: each running instance dumps its cache and queue (SIGUSR2) and the dump is set
-  beside the API's nodes and pods; what changed in the CACHE_WINDOW_S before the dump, or
-  during it, is left out (cache_check.py);
+- the cache: each running instance dumps its cache and queue (SIGUSR2), twice, and the dumps
+  are set beside the API's nodes and pods; what changed in the CACHE_WINDOW_S before the dumps,
+  or during them, is left out, and so is a pod missing from only one of the two (it was in a
+  scheduling attempt; cache_check.py);
 - lost pods: what is still pending when the long-running instances stop (they go on scheduling
   while the cache is checked) is offered to a fresh instance of the same scheduler (its
   cache new from one list, leader election off). A pod it binds within FRESH_WAIT_S was
@@ -279,14 +280,9 @@ class Run:
         nodes_before, _rv = self.cluster.list_all("/api/v1/nodes")
         before, _rv = self.cluster.list_all("/api/v1/pods")
         time.sleep(CACHE_WINDOW_S)
-        sent = self.schedulers.signal_all(signal.SIGUSR2)
-        dumps = {}
-        for slot, (pid, log_path, offset) in sent.items():
-            def read(log_path=log_path, offset=offset):
-                with open(log_path, encoding="utf-8", errors="replace") as fh:
-                    fh.seek(offset)
-                    return cache_check.parse_dump(fh.read())
-            dumps[slot] = (pid, wait_until(read, 60, 0.5))
+        dumps = self._dump_caches()
+        time.sleep(cache_check.DUMP_GAP_S)
+        again = self._dump_caches()
         nodes, _rv = self.cluster.list_all("/api/v1/nodes")
         after, _rv = self.cluster.list_all("/api/v1/pods")
         moving = cache_check.in_flux(before, after) | cache_check.in_flux(nodes_before, nodes)
@@ -295,13 +291,26 @@ class Run:
             if dump is None:
                 outcome[str(slot)] = {"pid": pid, "dumped": False}
                 continue
-            diff = cache_check.compare(dump, nodes, after, SCHEDULER_NAME, moving)
+            second = again.get(slot, (None, None))
+            diff = cache_check.compare(dump, nodes, after, SCHEDULER_NAME, moving,
+                                       again=second[1] if second[0] == pid else None)
             outcome[str(slot)] = {"pid": pid, "dumped": True, "differences": cache_check.differences(diff),
                                   "cached_nodes": len(dump.nodes),
                                   "cached_pods": sum(len(u) for u in dump.nodes.values()),
                                   "queued_pods": len(dump.queue), "queue_summary": dump.queue_summary,
                                   "detail": {k: v[:20] for k, v in diff.items()}}
         return outcome
+
+    def _dump_caches(self) -> dict[int, tuple[int, cache_check.CacheDump | None]]:
+        """Signal every running instance to dump its cache and queue; slot -> (pid, its dump)."""
+        dumps = {}
+        for slot, (pid, log_path, offset) in self.schedulers.signal_all(signal.SIGUSR2).items():
+            def read(log_path=log_path, offset=offset):
+                with open(log_path, encoding="utf-8", errors="replace") as fh:
+                    fh.seek(offset)
+                    return cache_check.parse_dump(fh.read())
+            dumps[slot] = (pid, wait_until(read, 60, 0.5))
+        return dumps
 
     def _offer_to_fresh_instance(self, uids: list[str]) -> dict:
         """Stop the soak's instances and let a fresh one try the pods still pending.

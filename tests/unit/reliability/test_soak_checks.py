@@ -196,3 +196,31 @@ def test_a_restart_whose_lab_up_times_out_once_is_tried_again(monkeypatch):
                          extender=None, proxy=None, certificates=None, origin=0.0)
     record = driver.apiserver_restart(types.SimpleNamespace(duration=0.0))
     assert len(ups) == 2 and record["api_answered_again"] and len(driver.outages) == 1
+
+
+def test_a_pod_in_a_scheduling_attempt_at_one_dump_is_not_missing_and_one_missing_from_both_is():
+    # 0d-4 was being scheduled at the first dump (in neither the cache nor the queue) and back in
+    # the queue at the second; 0e-5 is in neither dump.
+    nodes, pods = api(["n1", "n2"], [("0a-1", "n1"), ("0b-2", ""), ("0d-4", ""), ("0e-5", "")])
+    first = parse_dump(KUBESCHED_DUMP)
+    second = parse_dump(KUBESCHED_DUMP.replace("uid: 0b-2, phase: Pending, nominated node: n1\\n",
+                                               "uid: 0b-2, phase: Pending, nominated node: n1\\n"
+                                               "name: d, namespace: soak, uid: 0d-4, phase: Pending, nominated node: \\n"))
+    assert second.queue == {"0b-2", "0d-4"}
+    assert compare(first, nodes, pods, "s")["queue_missing"] == ["0d-4", "0e-5"]
+    assert compare(first, nodes, pods, "s", again=second)["queue_missing"] == ["0e-5"]
+
+
+def test_a_mismatch_the_scheduler_reports_counts_when_both_dumps_report_it():
+    nodes, pods = api(["n1", "n2"], [("0a-1", "n1"), ("0b-2", "")])
+    line = 'I1129 21:52:55.508393     892 debugger.py:56] "Cache mismatch" missedPods="[' + "'{}'" + ']" redundantPods="[]"\n'
+    in_flight, other, lost = line.format("0f-6"), line.format("0g-7"), line.format("0h-8")
+    first, second = parse_dump(in_flight + lost + KUBESCHED_DUMP), parse_dump(other + lost + KUBESCHED_DUMP)
+    assert len(first.mismatches) == 2
+    assert compare(first, nodes, pods, "s", again=second)["scheduler_reported_mismatches"] == [lost.strip()]
+    once = parse_dump(other + KUBESCHED_DUMP)
+    assert differences(compare(first, nodes, pods, "s", again=once)) == 0
+    # Go's format reads the same.
+    upstream = parse_dump(KUBE_SCHEDULER_DUMP)
+    assert compare(upstream, nodes, pods, "s", again=upstream)["scheduler_reported_mismatches"] == \
+        [KUBE_SCHEDULER_DUMP.splitlines()[0]]
