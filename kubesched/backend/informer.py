@@ -206,12 +206,13 @@ def owed_version(client: ApiClient, path: str, seen: str, deadline: float) -> st
     now = (listing.get("metadata") or {}).get("resourceVersion", "")
     if not (now.isdigit() and seen.isdigit()) or int(seen) >= int(now):
         return None
+    latest = int(now)
     owed = None
     try:
         for event in client.watch(path, seen, timeout_seconds=max(1, int(deadline - time.monotonic())),
                                   bookmarks=False, idle_timeout=CATCH_UP_IDLE):
             rv = _rv(event.get("object") or {})
-            if not rv.isdigit() or int(rv) > int(now):
+            if not rv.isdigit() or int(rv) > latest:
                 break
             owed = rv
             if time.monotonic() >= deadline:

@@ -10,7 +10,6 @@ cache still shows empty.
 
 from __future__ import annotations
 
-import datetime
 import os
 import signal
 import threading
@@ -18,6 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
+from kubesched.events import micro_time
 from lab.fake_nodes import create_nodes
 from lab.pod_watch import node_of
 from tests.reliability.instances import scheduler_config, start_instance, wait_until
@@ -26,10 +26,6 @@ from tests.reliability.pods import RELIABILITY_LABELS, create_pods
 CAPACITY = 3
 WAITING = 2
 LEASE_NAMESPACE = "kube-system"
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class HeldLease:
@@ -41,14 +37,14 @@ class HeldLease:
         self.released = threading.Event()
         cluster.request("POST", self.path, {
             "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name},
-            "spec": {"holderIdentity": "the-test", "leaseDurationSeconds": 6, "acquireTime": _now(),
-                     "renewTime": _now()}})
+            "spec": {"holderIdentity": "the-test", "leaseDurationSeconds": 6, "acquireTime": micro_time(),
+                     "renewTime": micro_time()}})
         self.thread = threading.Thread(target=self._renew, daemon=True)
         self.thread.start()
 
     def _renew(self) -> None:
         while not self.released.wait(0.5):
-            self._patch({"renewTime": _now()})
+            self._patch({"renewTime": micro_time()})
 
     def _patch(self, spec: dict) -> None:
         self.cluster.request("PATCH", f"{self.path}/{self.name}", {"spec": spec})  # a merge patch
@@ -56,7 +52,7 @@ class HeldLease:
     def hand_over(self) -> None:
         self.released.set()
         self.thread.join()
-        self._patch({"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _now()})
+        self._patch({"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": micro_time()})
 
     def delete(self) -> None:
         self.released.set()

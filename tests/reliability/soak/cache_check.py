@@ -30,8 +30,8 @@ DUMP_GAP_S = 5.0  # between an instance's two dumps: longer than one scheduling 
 NODES_HEADER = '"Dump of cached NodeInfo"'
 QUEUE_HEADER = '"Dump of scheduling queue"'
 MISMATCH = '"Cache mismatch"'
-# The names and UIDs in a "Cache mismatch" line: missedPods=["u9"] (Go) or missedPods="['u9']".
-MISMATCH_ITEM = re.compile(r"""[\["',]\s*[\\]?['"]([^'"\\]+)[\\]?['"]""")
+# The lists in a "Cache mismatch" line: missedPods=["u9"] (Go) or missedPods="['u9']" (kubesched).
+MISMATCH_LIST = re.compile(r'="?\[([^\]]*)\]')
 POD_LINE = re.compile(r"name: (\S*), namespace: (\S*), uid: ([0-9a-f-]+), phase: (\w*), nominated node: ?(\S*)")
 
 
@@ -114,9 +114,15 @@ def in_flux(before: list[dict], after: list[dict]) -> set[str]:
     return {key for key in old.keys() | new.keys() if old.get(key) != new.get(key)}
 
 
+def line_items(line: str) -> set[str]:
+    """The node names and pod UIDs in one "Cache mismatch" line."""
+    items = (item.strip(" '\"\\") for listed in MISMATCH_LIST.findall(line) for item in listed.split(","))
+    return {item for item in items if item}
+
+
 def mismatch_items(dump: CacheDump) -> set[str]:
     """The node names and pod UIDs the scheduler's own comparison reported."""
-    return {item for line in dump.mismatches for item in MISMATCH_ITEM.findall(line)}
+    return {item for line in dump.mismatches for item in line_items(line)}
 
 
 def compare(dump: CacheDump, nodes: list[dict], pods: list[dict], scheduler_name: str,
@@ -130,7 +136,7 @@ def compare(dump: CacheDump, nodes: list[dict], pods: list[dict], scheduler_name
     if again is not None:
         held_again = again.queue | {uid for uids in again.nodes.values() for uid in uids}
         both = mismatch_items(dump) & mismatch_items(again)
-        mismatches = [line for line in again.mismatches if set(MISMATCH_ITEM.findall(line)) & both][-4:]
+        mismatches = [line for line in again.mismatches if line_items(line) & both][-4:]
     api_nodes = {n["metadata"]["name"] for n in nodes} - moving
     cached_nodes = set(dump.nodes) - moving
     cached_where = {uid: node for node, uids in dump.nodes.items() for uid in uids if uid not in moving}

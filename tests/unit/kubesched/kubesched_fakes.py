@@ -336,3 +336,27 @@ class FakeClient:
 def _resource_of(path: str) -> str | None:
     """The resource a write's path names: /api/v1/namespaces/ns/persistentvolumeclaims/x -> persistentvolumeclaims."""
     return next((part for part in reversed(path.strip("/").split("/")) if part in RESOURCES), None)
+
+
+class CatchUpProbe:
+    """What a new leader's catch-up asks of each resource (owed_version's two calls): the
+    server's version now (a listing of one item), and a watch that replays changes[path] and
+    then raises `then` (a quiet stream's timeout, a 410) if given. A path containing one of
+    `broken` gets no answer."""
+
+    def __init__(self, now: str, changes: dict[str, list] | None = None, then: Exception | None = None,
+                 broken: tuple[str, ...] = ()):
+        self.now, self.changes, self.then, self.broken = now, changes or {}, then, broken
+        self.watched: list[tuple] = []
+
+    def request(self, method, path, body=None, params=None, **_):
+        assert (method, params) == ("GET", {"limit": "1"})
+        if any(name in path for name in self.broken):
+            raise ConnectionRefusedError("connection refused")
+        return {"metadata": {"resourceVersion": self.now}, "items": []}
+
+    def watch(self, path, resource_version, timeout_seconds=300, bookmarks=True, idle_timeout=None):
+        self.watched.append((resource_version, bookmarks, idle_timeout))
+        yield from self.changes.get(path, [])
+        if self.then is not None:
+            raise self.then

@@ -4,7 +4,7 @@ import threading
 import time
 
 import urllib3
-from kubesched_fakes import FakeClient
+from kubesched_fakes import CatchUpProbe, FakeClient
 
 from kubesched.backend import informer as informer_module
 from kubesched.backend.informer import Informer
@@ -86,60 +86,42 @@ def test_a_listing_broken_off_midway_leaves_no_page_behind(monkeypatch):
     assert client.watch_rvs == ["20"]
 
 
-class CatchUpClient:
-    """The two calls owed_version makes: a listing of one item (the server's now) and a watch
-    from the informer's version (its events, then silence, a 410, or an end)."""
-
-    def __init__(self, now, events=(), then=None):
-        self.now = now
-        self.events = events
-        self.then = then
-        self.watched = []
-
-    def request(self, method, path, body=None, params=None, **_):
-        assert (method, params) == ("GET", {"limit": "1"})
-        return {"metadata": {"resourceVersion": self.now}, "items": []}
-
-    def watch(self, path, resource_version, timeout_seconds=300, bookmarks=True, idle_timeout=None):
-        self.watched.append((resource_version, bookmarks, idle_timeout))
-        yield from self.events
-        if self.then is not None:
-            raise self.then
+PODS = "/api/v1/pods"
 
 
 def owed(client, seen):
-    return informer_module.owed_version(client, "/api/v1/pods", seen, time.monotonic() + 5)
+    return informer_module.owed_version(client, PODS, seen, time.monotonic() + 5)
 
 
 def test_an_informer_at_the_servers_version_owes_nothing_and_no_watch_is_made():
-    client = CatchUpClient("40")
+    client = CatchUpProbe("40")
     assert owed(client, "40") is None and owed(client, "41") is None
     assert client.watched == []
 
 
 def test_the_last_change_at_or_before_now_is_owed_and_later_ones_are_not():
-    quiet = urllib3.exceptions.ReadTimeoutError(None, "/api/v1/pods", "read timed out")
+    quiet = urllib3.exceptions.ReadTimeoutError(None, PODS, "read timed out")
     changes = [{"type": "MODIFIED", "object": obj("a", "31")}, {"type": "DELETED", "object": obj("b", "37")}]
-    assert owed(CatchUpClient("40", changes, then=quiet), "30") == "37"
+    assert owed(CatchUpProbe("40", {PODS: changes}, then=quiet), "30") == "37"
     later = changes + [{"type": "ADDED", "object": obj("c", "45")}, {"type": "ADDED", "object": obj("d", "39")}]
-    client = CatchUpClient("40", later)
+    client = CatchUpProbe("40", {PODS: later})
     assert owed(client, "30") == "37"  # read up to the first change after now, not past it
     assert client.watched == [("30", False, informer_module.CATCH_UP_IDLE)]
 
 
 def test_no_change_of_the_resource_since_the_informers_version_owes_nothing():
     # Other resources moved the server's version on (a Lease renewed): nothing to wait for.
-    quiet = urllib3.exceptions.ReadTimeoutError(None, "/api/v1/pods", "read timed out")
-    assert owed(CatchUpClient("40", [], then=quiet), "30") is None
+    quiet = urllib3.exceptions.ReadTimeoutError(None, PODS, "read timed out")
+    assert owed(CatchUpProbe("40", then=quiet), "30") is None
 
 
 def test_a_version_older_than_the_servers_window_owes_the_servers_now():
-    assert owed(CatchUpClient("40", [], then=WatchExpired("too old resource version")), "3") == "40"
+    assert owed(CatchUpProbe("40", then=WatchExpired("too old resource version")), "3") == "40"
 
 
 def test_versions_that_are_not_integers_tell_nothing():
-    assert owed(CatchUpClient("abc"), "30") is None
-    assert owed(CatchUpClient("40"), "") is None
+    assert owed(CatchUpProbe("abc"), "30") is None
+    assert owed(CatchUpProbe("40"), "") is None
 
 
 def test_holds_compares_versions_as_integers():

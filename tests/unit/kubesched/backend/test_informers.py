@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from kubesched_fakes import FakeClient, node_raw, pod_raw
+from kubesched_fakes import CatchUpProbe, FakeClient, node_raw, pod_raw
 
 from kubesched import klog
 from kubesched.backend.informers import RESOURCES, InformerRegistry
@@ -152,28 +152,12 @@ def test_an_unknown_resource_is_refused_by_name():
         InformerRegistry().informer("widgets")
 
 
-class Probe:
-    """What a new leader's catch-up reads of each resource: the server's version now, and the
-    changes since the informer's version (owed_version's two calls)."""
-
-    def __init__(self, now, changes, broken=()):
-        self.now, self.changes, self.broken = now, changes, broken
-
-    def request(self, method, path, body=None, params=None, **_):
-        if any(name in path for name in self.broken):
-            raise ConnectionRefusedError("connection refused")
-        return {"metadata": {"resourceVersion": self.now}}
-
-    def watch(self, path, resource_version, **_):
-        yield from self.changes.get(path, [])
-
-
 def behind_by_one_change():
     informers = InformerRegistry(FakeClient())
     for name in ("nodes", "pods"):
         informers.request(name).resource_version = "30"
     change = {"type": "MODIFIED", "object": {"metadata": {"name": "p", "resourceVersion": "35"}}}
-    return informers, Probe("40", {RESOURCES["pods"].path: [change]})
+    return informers, CatchUpProbe("40", {RESOURCES["pods"].path: [change]})
 
 
 def test_a_new_leader_waits_until_each_informer_applied_what_it_owes():
@@ -211,7 +195,7 @@ def test_a_new_leader_logs_what_it_waited_for_and_what_is_still_behind():
         sched.informers.informer(name).resource_version = "40"
     sched.informers.informer("pods").resource_version = "30"
     change = {"type": "MODIFIED", "object": {"metadata": {"name": "p", "resourceVersion": "35"}}}
-    probe = Probe("40", {RESOURCES["pods"].path: [change]})
+    probe = CatchUpProbe("40", {RESOURCES["pods"].path: [change]})
     log, before = io.StringIO(), klog.verbosity()
     klog.set_verbosity(0, log)
     try:
