@@ -214,6 +214,12 @@ class ApiProcesses:
         self.informers[informer_id] = informer
         self._start_reflector(informer_id, informer)
 
+    def retry_now(self, informer: Informer) -> None:
+        """The informer's reflector tries its list or watch at once if it waits to try again."""
+        for informer_id, each in self.informers.items():
+            if each is informer:
+                self.watcher.send(("wake", informer_id))
+
     def _start_reflector(self, informer_id: int, informer: Informer) -> None:
         self.watcher.send(("watch", informer_id, informer.path, informer.name, informer.page_size,
                            informer.watch_timeout, informer.transform))
@@ -329,6 +335,7 @@ def _watch_main(conn: Connection, creds: ClusterCredentials, qps: float, burst: 
     client = ApiClient(creds, qps=qps, burst=burst, pool_size=64, user_agent=user_agent)
     outbox: queue.SimpleQueue = queue.SimpleQueue()
     stops: dict[int, threading.Event] = {}
+    wakes: dict[int, threading.Event] = {}  # set by ("wake", id): the reflector's backoff ends
     client.record_request = lambda *figures: outbox.put([METRICS_RECORD, "M", *figures])
     client.record_throttle = lambda *figures: outbox.put([METRICS_RECORD, "T", *figures])
 
@@ -346,7 +353,7 @@ def _watch_main(conn: Connection, creds: ClusterCredentials, qps: float, burst: 
                 os._exit(0)  # the scheduler is gone
 
     def run_reflector(informer_id: int, path: str, name: str, page_size: int, watch_timeout: int, transform,
-                      stop: threading.Event) -> None:
+                      stop: threading.Event, wake: threading.Event) -> None:
         def on_list(items: list, first: bool, resource_version: str | None) -> None:
             if not stop.is_set():
                 outbox.put([informer_id, "L", items, first, resource_version])
@@ -356,7 +363,7 @@ def _watch_main(conn: Connection, creds: ClusterCredentials, qps: float, burst: 
                 outbox.put([informer_id, "E", etype, obj, resource_version])
 
         reflect(client, path, name, stop, on_list, on_event, page_size=page_size, watch_timeout=watch_timeout,
-                transform=transform)
+                transform=transform, wake=wake)
 
     threading.Thread(target=send_batches, name="sender", daemon=True).start()
     while True:
@@ -364,11 +371,15 @@ def _watch_main(conn: Connection, creds: ClusterCredentials, qps: float, burst: 
             command = conn.recv()
         except (EOFError, OSError):
             os._exit(0)  # the scheduler exited: so do we, whatever our threads are doing
-        _kind, informer_id, *spec = command
+        kind, informer_id, *spec = command
+        if kind == "wake":
+            if informer_id in wakes:
+                wakes[informer_id].set()
+            continue
         if informer_id in stops:
             stops[informer_id].set()  # a relist asked for: the old reflector sends nothing more
-        stops[informer_id] = threading.Event()
-        threading.Thread(target=run_reflector, args=(informer_id, *spec, stops[informer_id]),
+        stops[informer_id], wakes[informer_id] = threading.Event(), threading.Event()
+        threading.Thread(target=run_reflector, args=(informer_id, *spec, stops[informer_id], wakes[informer_id]),
                          name=f"reflector-{spec[1]}", daemon=True).start()
 
 

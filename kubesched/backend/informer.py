@@ -2,9 +2,11 @@
 
 A watch that expires (410 Gone) is replaced by a fresh list, whose difference from what we
 held becomes add/update/delete callbacks; a lost connection is retried with exponential
-backoff from the last resourceVersion seen. Callbacks run on this thread, in order; with a
-client of kubesched/apiproc.py the list and watch run in the watch process instead, and the
-callbacks on the thread that applies its records, in the same order.
+backoff from the last resourceVersion seen (cut short by ``Informer.retry_now`` when a new
+leader finds the server answering while the informer still waits to try again). Callbacks
+run on this thread, in order; with a client of kubesched/apiproc.py the list and watch run in
+the watch process instead, and the callbacks on the thread that applies its records, in the
+same order.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kubesched.client import ApiClient, ApiError, WatchExpired
 
 INITIAL_RETRY = 0.8
 MAX_RETRY = 30.0
+WAKE_CHECK = 0.25  # how often a wait between attempts looks at stop while it waits on wake
 WATCH_TIMEOUT = 300  # seconds the server keeps one watch open (client-go picks 5-10 minutes)
 # A watch from a past resourceVersion is sent what the server holds since at once: a silence
 # this long after that means nothing more is owed (owed_version).
@@ -58,6 +61,7 @@ class Informer:
         self.relists = 0
         self._listing: list[dict] = []
         self.stop = threading.Event()
+        self.wake = threading.Event()  # ends a wait before the next attempt (retry_now)
         self.thread: threading.Thread | None = None
 
     def start(self, stop: threading.Event | None = None) -> "Informer":
@@ -71,6 +75,14 @@ class Informer:
         self.thread.start()
         return self
 
+    def retry_now(self) -> None:
+        """If the reflector waits to try a failed list or watch again, try at once."""
+        hub = getattr(self.client, "watch_hub", None)
+        if hub is not None:
+            hub.retry_now(self)
+        else:
+            self.wake.set()
+
     def get(self, key: str) -> dict | None:
         return self.store.get(key)
 
@@ -82,7 +94,8 @@ class Informer:
     def run(self) -> None:
         """List and watch on this thread, applying what arrives (the in-process reflector)."""
         reflect(self.client, self.path, self.name, self.stop, self.apply_list_page, self.apply_event,
-                page_size=self.page_size, watch_timeout=self.watch_timeout, transform=self.transform)
+                page_size=self.page_size, watch_timeout=self.watch_timeout, transform=self.transform,
+                wake=self.wake)
 
     # -- what the reflector found, applied to the store and reported --------------------
 
@@ -145,14 +158,15 @@ EventSink = Callable[[str, dict, str], None]
 
 def reflect(client: ApiClient, path: str, name: str, stop: threading.Event, on_list: ListSink,
             on_event: EventSink, *, page_size: int = 0, watch_timeout: int = WATCH_TIMEOUT,
-            transform: Transform = trim_metadata) -> None:
+            transform: Transform = trim_metadata, wake: threading.Event | None = None) -> None:
     """client-go's Reflector: list, then watch from the listing's resourceVersion until stop.
 
     on_list(items, first, resourceVersion) gets every page of every listing (resourceVersion
     None until the last page: a listing is never held whole here, so the watch process's memory
     stays at one page), on_event(type, object, resourceVersion) every watch event, both
     transformed and in the server's order. A sink that raises makes
-    the next round a relist, so a handler bug cannot leave the store behind for good.
+    the next round a relist, so a handler bug cannot leave the store behind for good. Setting
+    wake ends a wait between attempts, and the backoff starts over.
     """
     retry = INITIAL_RETRY
     need_list = True
@@ -182,15 +196,28 @@ def reflect(client: ApiClient, path: str, name: str, stop: threading.Event, on_l
             klog.warning("Watch failed, retrying", resource=name, retryIn=f"{retry:.1f}s", err=str(err)[:300])
             if isinstance(err, ApiError) and err.status in (401, 403):
                 need_list = True
-            if stop.wait(retry * (1 + random.random() * 0.2)):
-                return
-            retry = min(retry * 2, MAX_RETRY)
+            retry = _back_off(stop, wake, retry, retry * (1 + random.random() * 0.2))
         except Exception:  # a handler bug must not kill the informer for good
             klog.error("Unexpected error in informer; relisting", resource=name, err=traceback.format_exc(limit=5))
             need_list = True
-            if stop.wait(retry):
-                return
-            retry = min(retry * 2, MAX_RETRY)
+            retry = _back_off(stop, wake, retry, retry)
+
+
+def _back_off(stop: threading.Event, wake: threading.Event | None, retry: float, seconds: float) -> float:
+    """Wait seconds (or until stop or wake) before the next attempt; the next retry's delay:
+    doubled, or the first again when woken."""
+    if wake is None:
+        stop.wait(seconds)
+        return min(retry * 2, MAX_RETRY)
+    deadline = time.monotonic() + seconds
+    while not stop.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return min(retry * 2, MAX_RETRY)
+        if wake.wait(min(left, WAKE_CHECK)):
+            wake.clear()
+            return INITIAL_RETRY
+    return retry
 
 
 def owed_version(client: ApiClient, path: str, seen: str, deadline: float) -> str | None:

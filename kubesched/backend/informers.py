@@ -224,6 +224,11 @@ class InformerRegistry:
 
         with ThreadPoolExecutor(max_workers=max(1, len(informers)), thread_name_prefix="catch-up") as pool:
             targets = list(pool.map(owed, informers))
+        for informer, target in zip(informers, targets):
+            if target is not None:
+                # The server answered the probe: a reflector in backoff after an outage need not
+                # wait out its delay (up to 30 s) before it fetches what it owes.
+                informer.retry_now()
         behind = []
         for informer, target in zip(informers, targets):
             while target is not None and not informer.holds(target):

@@ -161,6 +161,43 @@ def test_qps_and_burst_still_throttle_requests(processes):
     assert time.monotonic() - started >= 0.55  # 1 at once, 3 more at 5 per second
 
 
+def test_retry_now_cuts_short_the_watch_process_wait_before_its_next_attempt():
+    """The server drops every connection: the reflector's waits double (0.8 s, 1.6 s, 3.2 s...).
+    After its third attempt it would wait at least 3.2 s; woken, it tries again at once."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    attempts: list[float] = []
+
+    def drop_each_connection():
+        while True:
+            try:
+                conn, _address = listener.accept()
+            except OSError:
+                return
+            attempts.append(time.monotonic())
+            conn.close()
+
+    threading.Thread(target=drop_each_connection, daemon=True).start()
+    processes = ApiProcesses(ClusterCredentials(server=f"http://127.0.0.1:{listener.getsockname()[1]}"),
+                             qps=0, burst=0)
+    try:
+        informer = informer_on(processes, [])
+        processes.informers.clear()
+        processes.watch(informer)
+        deadline = time.monotonic() + 15
+        while len(attempts) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(attempts) == 3
+        informer.retry_now()
+        while len(attempts) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(attempts) == 4 and attempts[3] - attempts[2] < 2.5
+    finally:
+        processes.close()
+        listener.close()
+
+
 def test_close_ends_both_children(closed_port):
     processes = ApiProcesses(ClusterCredentials(server=f"http://127.0.0.1:{closed_port}"), qps=0, burst=0)
     children = [processes.watcher.process, processes.writer.process]

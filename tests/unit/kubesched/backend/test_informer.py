@@ -15,7 +15,7 @@ def obj(name, rv):
     return {"metadata": {"name": name, "resourceVersion": rv}}
 
 
-def run(lists, watches):
+def run(lists, watches, before=None):
     stop = threading.Event()
     client = FakeClient(listings=lists, watches=watches, stop=stop)
     seen = []
@@ -24,6 +24,8 @@ def run(lists, watches):
                    on_update=lambda old, new: seen.append(("update", new["metadata"]["name"])),
                    on_delete=lambda o: seen.append(("delete", o["metadata"]["name"])))
     inf.stop = stop
+    if before is not None:
+        before(inf)
     inf.run()
     return inf, client, seen
 
@@ -55,6 +57,29 @@ def test_lost_connection_retries_from_the_last_version(monkeypatch):
         [ConnectionResetError("reset by peer"), [{"type": "ADDED", "object": obj("a", "11")}]])
     assert seen == [("add", "a")]
     assert inf.relists == 1 and client.watch_rvs[:2] == ["10", "10"]
+
+
+def test_retry_now_ends_the_wait_before_the_next_attempt(monkeypatch):
+    monkeypatch.setattr(informer_module, "INITIAL_RETRY", 60.0)
+    started = time.monotonic()
+    _inf, client, seen = run(
+        [{"metadata": {"resourceVersion": "10"}, "items": []}],
+        [ConnectionResetError("reset by peer"), [{"type": "ADDED", "object": obj("a", "11")}]],
+        before=lambda inf: threading.Timer(0.2, inf.retry_now).start())
+    assert time.monotonic() - started < 10 and seen == [("add", "a")] and client.watch_rvs[:2] == ["10", "10"]
+
+
+def test_a_wake_restarts_the_backoff_and_without_one_the_delay_doubles():
+    stop, wake = threading.Event(), threading.Event()
+    assert informer_module._back_off(stop, None, 1.6, 0.0) == 3.2
+    assert informer_module._back_off(stop, wake, 20.0, 0.0) == informer_module.MAX_RETRY
+    wake.set()
+    assert informer_module._back_off(stop, wake, 20.0, 60.0) == informer_module.INITIAL_RETRY
+    assert not wake.is_set()  # one wake ends one wait
+    stop.set()
+    started = time.monotonic()
+    assert informer_module._back_off(stop, wake, 1.6, 60.0) == 1.6
+    assert time.monotonic() - started < 1
 
 
 def test_recreated_object_is_a_delete_and_an_add_not_an_update():

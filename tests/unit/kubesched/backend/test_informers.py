@@ -169,6 +169,12 @@ def test_a_new_leader_waits_until_each_informer_applied_what_it_owes():
     assert time.monotonic() - started >= 0.2 and pods.resource_version == "35"
 
 
+def test_an_informer_behind_is_told_to_retry_now_and_one_that_is_not_is_left_alone():
+    informers, probe = behind_by_one_change()
+    informers.catch_up(probe, threading.Event(), timeout=0.1)
+    assert informers.informer("pods").wake.is_set() and not informers.informer("nodes").wake.is_set()
+
+
 def test_an_informer_still_behind_at_the_deadline_is_named_and_the_wait_ends():
     informers, probe = behind_by_one_change()
     started = time.monotonic()
