@@ -34,6 +34,8 @@ CONDITION_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.i
 CLASS_LABEL = "soak.kubesched.io/class"
 ANTI_CLASS = "anti"
 TERMINAL = ("Succeeded", "Failed")
+JOB_CLASSES = ("job", "preemptor")
+KWOK_START_S, KWOK_FINISH_S, KWOK_REMOVE_S = 10.0, 15.0, 5.0
 _BINARY = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40}
 
 
@@ -67,6 +69,8 @@ class PodState:
     scheduler: str = ""
     first_seen: float = 0.0
     bound_at: float | None = None
+    phase: str = ""
+    deletion_due: float | None = None  # metadata.deletionTimestamp (epoch seconds): when kwok should remove it
 
     @classmethod
     def from_object(cls, pod: dict, now: float) -> "PodState":
@@ -80,7 +84,8 @@ class PodState:
                    (meta.get("labels") or {}).get(CLASS_LABEL, ""), spec.get("nodeName") or "", cpu, memory,
                    status.get("phase") in TERMINAL, bool(meta.get("deletionTimestamp")),
                    status.get("nominatedNodeName") or "", spec.get("nodeSelector") or {},
-                   spec.get("tolerations") or [], spec.get("schedulerName") or "", now)
+                   spec.get("tolerations") or [], spec.get("schedulerName") or "", now,
+                   phase=status.get("phase") or "", deletion_due=parse_time(meta.get("deletionTimestamp")))
 
     @property
     def counts(self) -> bool:
@@ -250,6 +255,31 @@ class Ledger:
         with self.lock:
             return [p for p in self.pods.values() if not p.node and not p.terminal and not p.deleting
                     and p.scheduler == self.scheduler_name and p.cls not in exclude_classes]
+
+    def population(self) -> dict[str, int]:
+        """The pods the API holds, by where they are in their life: waiting for a node, on one,
+        being deleted (kwok has yet to remove them), finished (a Job's, until its TTL)."""
+        counts = {"unbound": 0, "bound": 0, "deleting": 0, "finished": 0}
+        with self.lock:
+            for p in self.pods.values():
+                state = "deleting" if p.deleting else "finished" if p.terminal else "bound" if p.node else "unbound"
+                counts[state] += 1
+        return counts
+
+    def kwok_backlog(self) -> int:
+        """Pods kwok (the nodes' kubelets) has yet to play: bound and not started after
+        KWOK_START_S, Job pods not finished KWOK_FINISH_S after their binding (kwok finishes
+        them at once), deleted pods KWOK_REMOVE_S past their grace period."""
+        now, wall = self.clock(), time.time()
+        backlog = 0
+        with self.lock:
+            for p in self.pods.values():
+                if p.deletion_due is not None:
+                    backlog += p.deletion_due < wall - KWOK_REMOVE_S
+                elif p.node and not p.terminal and p.bound_at is not None:
+                    late = KWOK_FINISH_S if p.cls in JOB_CLASSES else KWOK_START_S
+                    backlog += p.bound_at < now - late and (p.phase == "Pending" or p.cls in JOB_CLASSES)
+        return backlog
 
     # -- nodes ----------------------------------------------------------------------------
 

@@ -1,12 +1,14 @@
-"""What each scheduler process holds, read from /proc: resident memory, threads, open files.
+"""What each scheduler process holds, read from /proc: resident memory, threads, open files,
+and the CPU it has used (reported, not judged).
 
 An instance is its main process and every process under it (kubesched's watch and writer
 processes, kubesched/apiproc.py), summed. ``judge`` says whether a process's figures stayed
 flat: the median of the last tenth of its judged window against the median of the first
 tenth, after a warm-up. A window starts again when the process becomes leader (a standby
-that takes over builds its scheduling state then, which is a step, not a leak). The API's
-pod count over the same tenths is reported beside it: a scheduler holds every pod, so a
-cluster that grew (kwok behind on a busy machine) grows it too. It is context, not judged.
+that takes over builds its scheduling state then, which is a step, not a leak). Growth of at
+most GROWTH_LIMIT is flat. A scheduler holds every pod, so its RSS may grow as fast as the
+API's pod count over the same tenths did, and no faster: a cluster that grew (kwok behind on
+a busy machine) is not a leak, memory that outgrows the pods it holds is.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import os
 import statistics
 from dataclasses import dataclass
 
+from tests.bench.load import ProcessCpu
+
 FIGURES = ("rss_mb", "threads", "fds")
+GROWTH_LIMIT = 0.10
 
 
 def descendants(pid: int) -> list[int]:
@@ -49,10 +54,11 @@ def read_process(pid: int) -> dict | None:
             "fds": fds}
 
 
-def read_instance(pid: int) -> dict | None:
-    """The figures of a process and everything below it, summed; None when it is gone."""
+def read_instance(pid: int, cpu: dict[int, ProcessCpu] | None = None) -> dict | None:
+    """The figures of a process and everything below it, summed; None when it is gone. With
+    cpu (tests/bench/load.py's read_processes), also the CPU seconds they have used (cpu_s)."""
     total = {name: 0.0 for name in FIGURES}
-    seen = 0
+    seen, cpu_s = 0, 0.0
     for each in descendants(pid):
         figures = read_process(each)
         if figures is None:
@@ -60,10 +66,14 @@ def read_instance(pid: int) -> dict | None:
         seen += 1
         for name in FIGURES:
             total[name] += figures[name]
+        if cpu is not None and each in cpu:
+            cpu_s += cpu[each].total_s
     if not seen:
         return None
     total["rss_mb"] = round(total["rss_mb"], 1)
     total["processes"] = seen
+    if cpu is not None:
+        total["cpu_s"] = round(cpu_s, 2)
     return total
 
 
@@ -78,8 +88,14 @@ class Verdict:
     pods: dict | None = None  # the API's pods at the start and end of the window, and their growth
 
     @property
+    def limits(self) -> dict[str, float]:
+        """The growth each figure may show: GROWTH_LIMIT, and for RSS the pods' growth if more."""
+        pods = self.pods["growth"] if self.pods else 0.0
+        return {name: max(GROWTH_LIMIT, pods) if name == "rss_mb" else GROWTH_LIMIT for name in FIGURES}
+
+    @property
     def flat(self) -> bool:
-        return all(g <= 0.10 for g in self.growth.values())
+        return all(self.growth[name] <= limit for name, limit in self.limits.items())
 
 
 def judge(samples: list[dict], *, warmup_s: float, min_window_s: float, run_warmup_until: float) -> list[Verdict]:
@@ -108,3 +124,29 @@ def judge(samples: list[dict], *, warmup_s: float, min_window_s: float, run_warm
         verdicts.append(Verdict(stretch[0]["pid"], "leader" if stretch[0]["leader"] else "standby",
                                 (judged[0]["t"], judged[-1]["t"]), start, end, growth, pods))
     return verdicts
+
+
+def cpu_summary(samples: list[dict]) -> dict[str, dict]:
+    """Where the CPU went between the first and the last sample: the schedulers as leader and as
+    standby (each process's counter, split by the role it had at each sample), and each part of
+    the lab and the harness ({t, instances: {slot: {pid, cpu_s, leader}}, cpu_s: {name: s}}).
+    A counter that went down is a process started again: its new value is all new."""
+    used: dict[str, float] = {}
+    last: dict[tuple, float] = {}
+
+    def add(part: str, key: tuple, value: float | None) -> None:
+        if value is None:
+            return
+        before = last.get(key, 0.0)
+        used[part] = used.get(part, 0.0) + (value - before if value >= before else value)
+        last[key] = value
+
+    for sample in samples:
+        for figures in sample["instances"].values():
+            add("schedulers as leader" if figures.get("leader") else "schedulers as standby",
+                ("instance", figures["pid"]), figures.get("cpu_s"))
+        for name, value in (sample.get("cpu_s") or {}).items():
+            add(name, ("part", name), value)
+    seconds = samples[-1]["t"] - samples[0]["t"] if len(samples) > 1 else 0.0
+    return {part: {"cpu_s": round(value, 1), "cores": round(value / seconds, 3) if seconds else None}
+            for part, value in sorted(used.items(), key=lambda item: -item[1])}

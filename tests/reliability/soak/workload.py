@@ -18,6 +18,7 @@ import threading
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 from lab.cluster import ApiError, Cluster
 from lab.fake_dra_driver import DRIVER, custom_objects_from_kubeconfig, device_class, publish
@@ -35,6 +36,8 @@ STORAGE_CLASS = "soak-local"
 VOLUMES_PER_NODE = 3
 HIGH, LOW = "soak-high", "soak-low"
 JOB_TTL_S = 15
+HOLD_ABOVE, RESUME_BELOW = 1000, 250  # kwok's backlog (pods) that pauses the plan, and resumes it
+HOLD_POLL_S = 1.0
 GRACE_S = 1
 # General nodes: room to spare when kwok, starved on a busy machine, is slow to finish Job pods
 # and to remove deleted ones (their room stays taken until it does).
@@ -132,6 +135,9 @@ class Workload:
         self.created: dict[str, int] = {}
         self.failed: list[dict] = []
         self.lag_s = 0.0
+        self.held_s = 0.0                # the plan paused while kwok was behind (hold)
+        self.holds: list[dict] = []
+        self._origin = 0.0
         self.recycled_volumes = 0
         self._stop = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=24, thread_name_prefix="arrivals")
@@ -216,23 +222,44 @@ class Workload:
         if args.get("arrivals"):
             self.created[cls] = self.created.get(cls, 0) + args["arrivals"]
 
-    def start(self, origin: float) -> None:
-        self._thread = threading.Thread(target=self._run, args=(origin,), name="arrivals", daemon=True)
+    def start(self, origin: float, kwok_backlog: Callable[[], int] | None = None) -> None:
+        """Carry out the plan from origin on; with kwok_backlog (the pods kwok has yet to play),
+        pause it while kwok is behind (hold)."""
+        self._origin = origin
+        self._thread = threading.Thread(target=self._run, args=(origin, kwok_backlog), name="arrivals", daemon=True)
         self._thread.start()
 
-    def _run(self, origin: float) -> None:
-        last_recycle = 0.0
+    def _run(self, origin: float, kwok_backlog: Callable[[], int] | None) -> None:
+        last_recycle = last_look = 0.0
         for action in self.plan.actions:
-            wait = origin + action.at - time.monotonic()
+            wait = origin + self.held_s + action.at - time.monotonic()
             if wait > 0 and self._stop.wait(wait):
                 break
             if self._stop.is_set():
                 break
+            if kwok_backlog is not None and time.monotonic() - last_look >= 1.0:
+                last_look = time.monotonic()
+                self.hold(kwok_backlog)
             self.lag_s = max(self.lag_s, -wait)
             self._pool.submit(self.apply, action)
             if time.monotonic() - last_recycle > 5.0:
                 last_recycle = time.monotonic()
                 self._pool.submit(self.recycle_volumes)
+
+    def hold(self, kwok_backlog: Callable[[], int]) -> None:
+        """kwok plays every node's kubelet in one process. When it is HOLD_ABOVE pods behind (a
+        starved machine), the plan pauses, deletions too, until kwok is down to RESUME_BELOW:
+        a cluster whose kubelets fall behind grows without end (deleted pods never removed),
+        and no scheduler's memory can be judged on it. The pause moves the rest of the plan
+        later; what the run's end cuts off is not made (arrivals_made against planned)."""
+        backlog = kwok_backlog()
+        if backlog <= HOLD_ABOVE:
+            return
+        began = time.monotonic()
+        while backlog > RESUME_BELOW and not self._stop.wait(HOLD_POLL_S):
+            backlog = kwok_backlog()
+        self.holds.append({"at": round(began - self._origin, 1), "s": round(time.monotonic() - began, 1)})
+        self.held_s += time.monotonic() - began
 
     def recycle_volumes(self) -> None:
         """Released local volumes back to Available, as a local static provisioner would."""

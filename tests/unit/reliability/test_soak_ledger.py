@@ -188,3 +188,29 @@ def test_a_relist_frees_what_it_shows_freed_before_it_checks_what_it_shows_taken
     ledger.claim_list([claim("c", "gpu-0"), claim("a-new", "gpu-0")])  # two claims at once: still caught
     ledger.pvc_list([pvc("c", "pv-0"), pvc("a-new", "pv-0")])
     assert ledger.violation_counts() == {"device_in_two_claims": 1, "volume_in_two_claims": 1}
+
+
+def test_the_population_is_counted_by_where_each_pod_is_in_its_life(ledger):
+    ledger.pod_event("ADDED", pod("waiting"))
+    bind(ledger, pod("running"), "n1")
+    bind(ledger, pod("done", phase="Succeeded"), "n1")
+    bind(ledger, pod("going", deleting=True), "n2")
+    assert ledger.population() == {"unbound": 1, "bound": 1, "deleting": 1, "finished": 1}
+
+
+def test_kwok_backlog_counts_what_the_kubelets_owe_past_their_time():
+    now = [0.0]
+    led = Ledger("s", "lease", clock=lambda: now[0])
+    led.node_list([node("n1", cpu="64")])
+    bind(led, pod("not-started", phase="Pending"), "n1")
+    bind(led, pod("running"), "n1")
+    bind(led, pod("job-pod", cls="job"), "n1")
+    gone = pod("deleted-long-ago", deleting=True)  # deletionTimestamp in 2026-01-01
+    led.pod_event("ADDED", gone)
+    assert led.kwok_backlog() == 1  # only the deletion is overdue yet
+    now[0] = 12.0
+    assert led.kwok_backlog() == 2  # the pod kwok has not started
+    now[0] = 20.0
+    assert led.kwok_backlog() == 3  # and the Job pod it has not finished; a running pod owes nothing
+    bind(led, pod("done", cls="job", phase="Succeeded"), "n1")
+    assert led.kwok_backlog() == 3

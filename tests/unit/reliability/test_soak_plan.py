@@ -58,3 +58,19 @@ def test_scaled_objects_stay_within_their_bounds():
             assert action.args["replicas"] >= 0
             if action.args["cls"] == "stateful":
                 assert action.args["replicas"] <= 5
+
+
+def test_the_plan_pauses_while_kwok_is_behind_and_goes_on_when_it_has_caught_up(monkeypatch):
+    from tests.reliability.soak import workload as workload_module
+
+    monkeypatch.setattr(workload_module, "HOLD_POLL_S", 0.001)
+    driver = workload_module.Workload(cluster=None, plan=make_plan(SMALL), scheduler_name="s", kubeconfig="")
+    try:
+        driver.hold(lambda: 900)  # behind, but not by more than HOLD_ABOVE: no pause
+        assert driver.holds == [] and driver.held_s == 0
+        backlog = iter([1500, 1200, 600, 300, 240, 5000])
+        driver.hold(lambda: next(backlog))
+        assert len(driver.holds) == 1 and next(backlog) == 5000  # resumed at 240, below RESUME_BELOW
+        assert driver.held_s > 0
+    finally:
+        driver.close()
