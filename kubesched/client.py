@@ -33,6 +33,11 @@ class KubeconfigError(ValueError):
     """The kubeconfig is missing, unreadable or incomplete; the message says which part."""
 
 
+# Failures that leave a request's fate unknown: it may have been made (a connection reset or a
+# timeout after the request left). A write that failed so can be read back before it is undone.
+NO_ANSWER = (OSError, TimeoutError, urllib3.exceptions.HTTPError)
+
+
 class ApiError(Exception):
     """A non-2xx answer from the API server, with its HTTP status and Status message."""
 

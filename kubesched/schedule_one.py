@@ -17,14 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
-import urllib3
-
 from kubesched import klog, metrics
 from kubesched.backend.api_dispatcher import APIDispatcher
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.pod_groups import PodGroups, group_key
 from kubesched.backend.queue import Nominator, SchedulingQueue
-from kubesched.client import ApiClient
+from kubesched.client import NO_ANSWER, ApiClient
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.extender import EXTENDER_NAME, extender_scores, extenders_binding, find_nodes_that_pass_extenders
 from kubesched.framework.batch import UnrankedNodes, ranked_nodes
@@ -47,7 +45,6 @@ NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 CLEAR_NOMINATION = ""
 # Failures that carry no answer from the API server: the request may have been carried out.
 # (The API writer process reports a lost connection as ChildLost, a ConnectionError.)
-NO_ANSWER = (OSError, TimeoutError, urllib3.exceptions.HTTPError)
 BIND_CHECK_ATTEMPTS = 3
 # The PodGroup condition the pod group cycle writes (scheduling/v1beta1 PodGroupInitiallyScheduled).
 POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled"

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from kubesched import klog
 from kubesched.api.node_affinity import NodeSelector
-from kubesched.client import ApiError
+from kubesched.client import NO_ANSWER, ApiError
 from kubesched.config.types import parse_duration
 from kubesched.dra.allocator import AllocationError, Allocator, FailedOnNode
 from kubesched.dra.extended import (
@@ -59,6 +59,8 @@ STATE_KEY = "DynamicResources"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE = 8
 BINDING_CONDITIONS_POLL_INTERVAL = 5.0  # seconds, as upstream's wait.PollUntilContextTimeout in PreBind
+# A claim status write that got no answer is read back this many times, this many seconds apart.
+CLAIM_CHECK_ATTEMPTS, CLAIM_CHECK_INTERVAL = 3, 1.0
 
 
 def _duration(args: dict, key: str, default: float) -> float:
@@ -697,6 +699,27 @@ class DynamicResources:
             return Status(Code.ERROR, str(err), plugin=self.name, error=err)
         return None
 
+    def _written_all_the_same(self, path: str, pod: PodInfo) -> dict | None:
+        """The claim at path if a status write that got no answer was made all the same: it is
+        allocated and reserved for pod. Upstream undoes the allocation at once (Unreserve), and
+        its devices look free until the claim's watch shows the write; the soak saw a device
+        given to a second claim so, in a connection reset. Ask the API server first (a few
+        times: a reset rarely comes alone); None when the write was not made or no answer came."""
+        for attempt in range(CLAIM_CHECK_ATTEMPTS):
+            try:
+                current = self.handle.client.get(path)
+            except NO_ANSWER:
+                if attempt + 1 < CLAIM_CHECK_ATTEMPTS:
+                    time.sleep(CLAIM_CHECK_INTERVAL)
+                    continue
+                return None
+            except ApiError:
+                return None
+            if (current.get("status") or {}).get("allocation") is not None and is_reserved_for(pod.raw, current):
+                return current
+            return None
+        return None
+
     def _bind_claim(self, pod: PodInfo, claim: dict, allocation: dict | None) -> dict:
         meta = _meta(claim)
         path = f"{API}/namespaces/{meta.get('namespace')}/resourceclaims/{meta.get('name')}"
@@ -740,6 +763,13 @@ class DynamicResources:
                         continue
                     what = "add allocation and reservation to" if allocation is not None else "add reservation to"
                     raise ApiError(err.status, err.reason, f"{what} claim {claim_key(claim)}: {err.message}") from None
+                except NO_ANSWER:
+                    written = self._written_all_the_same(path, pod)
+                    if written is None:
+                        raise
+                    klog.info("The claim's answer was lost, but it is written", resourceclaim=claim_key(written),
+                              pod=pod.key)
+                    claim = written
                 self.manager.assume(claim)
                 return claim
             raise ClaimNotReady(f"claim {claim_key(claim)}: too many conflicts while updating its status")

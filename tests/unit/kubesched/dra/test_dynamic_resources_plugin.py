@@ -146,6 +146,47 @@ def test_failed_pre_bind_leaves_no_allocation_behind():
     assert p.manager.allocated_devices() == set()
 
 
+def claim_write_without_answer(monkeypatch, landed):
+    """A plugin whose claim status write gets no answer (the connection reset after the request
+    left); with landed, the claim as the API server then has it: allocated and reserved."""
+    from kubesched.plugins import dynamic_resources
+
+    monkeypatch.setattr(dynamic_resources, "CLAIM_CHECK_INTERVAL", 0.0)
+    client = FakeClient()
+    client.fail("PUT", ConnectionResetError("Connection reset by peer"), match="/status")
+    path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/claim"
+    if landed:
+        written = claim()
+        written["metadata"]["resourceVersion"] = "3"
+        written["status"] = {"allocation": {"devices": {"results": [
+            {"request": "gpu", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}]}},
+            "reservedFor": [{"resource": "pods", "name": "p", "uid": "uid-p"}]}
+        client.answers[path] = written
+    p = plugin([claim()], [gpu_slice("n1", 1)], client=client)
+    the_pod = pod()
+    state, _unused = cycle(p, the_pod, [node("n1")])
+    p.filter(state, the_pod, node("n1"))
+    p.reserve(state, the_pod, "n1")
+    return p, the_pod, state, client
+
+
+def test_a_claim_write_whose_answer_was_lost_is_read_back_and_kept_when_it_was_made(monkeypatch):
+    p, the_pod, state, client = claim_write_without_answer(monkeypatch, landed=True)
+    assert p.pre_bind(state, the_pod, "n1") is None
+    assert client.calls[-1][0] == "GET"
+    # The device stays taken: the next pod must not get it before the watch shows the write.
+    assert (DRIVER, "n1", "gpu-0") in p.manager.allocated_devices()
+
+
+def test_a_claim_write_whose_answer_was_lost_and_that_was_not_made_fails_as_before(monkeypatch):
+    p, the_pod, state, client = claim_write_without_answer(monkeypatch, landed=False)
+    with pytest.raises(ConnectionResetError):
+        p.pre_bind(state, the_pod, "n1")
+    assert [verb for verb, _target, _body in client.calls].count("GET") == 1  # unallocated: no second look
+    p.unreserve(state, the_pod, "n1")
+    assert p.manager.allocated_devices() == set()
+
+
 def test_claim_allocated_elsewhere_and_reserved_only_for_this_pod_is_deallocated_in_post_filter():
     allocated = claim()
     allocated["status"] = {
