@@ -208,8 +208,8 @@ def _design() -> list[str]:
         "than 1,000 pods behind (bound and not started after 10 s, a Job pod not finished 15 s after its binding, "
         "a deleted pod not removed 5 s past its grace period), the plan pauses, deletions included, until it is "
         "down to 250. A cluster whose kubelets fall behind grows without end and says nothing about a scheduler. "
-        "The pauses move the rest of the plan later; what the end of the run cuts off is not made "
-        "(arrivals made against planned, and the pauses, are in the table).",
+        "The pauses move the rest of the arrivals later (the faults keep their times); what the end of the run "
+        "cuts off is not made (arrivals made against planned, and the pauses, are in the table).",
         "",
     ]
 
