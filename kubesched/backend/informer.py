@@ -60,6 +60,7 @@ class Informer:
         self.synced = threading.Event()
         self.relists = 0
         self._listing: list[dict] = []
+        self._unchanged: set[str] = set()
         self.stop = threading.Event()
         self.wake = threading.Event()  # ends a wait before the next attempt (retry_now)
         self.thread: threading.Thread | None = None
@@ -100,20 +101,33 @@ class Informer:
     # -- what the reflector found, applied to the store and reported --------------------
 
     def apply_list_page(self, items: list[dict], first: bool, resource_version: str | None) -> None:
-        """One page of a listing: pages are gathered until the last (resource_version set)."""
-        if first:
-            self._listing = []  # a listing broken off midway is dropped with its pages
-        self._listing.extend(items)
-        if resource_version is not None:
-            listing, self._listing = self._listing, []
-            self.apply_list(listing, resource_version)
+        """One page of a listing: pages are gathered until the last (resource_version set).
 
-    def apply_list(self, items: list[dict], resource_version: str) -> None:
-        """A fresh listing (transformed): its difference from the store becomes callbacks."""
+        An item the store holds at the same resourceVersion (and uid) is only noted: after a reconnect
+        most of a listing is unchanged, and keeping a second copy of each until the last page
+        came made a relist's memory peak the store twice over (the soak's standbys kept that
+        high-water mark)."""
+        if first:
+            # A listing broken off midway is dropped with its pages.
+            self._listing, self._unchanged = [], set()
+        for item in items:
+            key = object_key(item)
+            held = self.store.get(key)
+            if held is not None and _rv(item) and _rv(held) == _rv(item) and _uid(held) == _uid(item):
+                self._unchanged.add(key)
+            else:
+                self._listing.append(item)
+        if resource_version is not None:
+            listing, unchanged, self._listing, self._unchanged = self._listing, self._unchanged, [], set()
+            self.apply_list(listing, resource_version, unchanged)
+
+    def apply_list(self, items: list[dict], resource_version: str, unchanged: frozenset | set = frozenset()) -> None:
+        """A fresh listing (transformed): its difference from the store becomes callbacks.
+        unchanged: keys the listing also holds, at the version the store has."""
         fresh = {object_key(item): item for item in items}
         old_store = self.store
         for key, old in list(old_store.items()):
-            if key not in fresh:
+            if key not in fresh and key not in unchanged:
                 del self.store[key]
                 self.on_delete(old)
         for key, obj in fresh.items():

@@ -154,3 +154,25 @@ def test_holds_compares_versions_as_integers():
     assert not inf.holds("9")
     inf.resource_version = "10"
     assert inf.holds("9") and inf.holds("10") and not inf.holds("100")
+
+
+def test_a_relisting_keeps_the_stored_copy_of_what_did_not_change_and_reports_the_rest():
+    seen = []
+    inf = Informer(FakeClient(), "/api/v1/nodes", name="nodes",
+                   on_add=lambda o: seen.append(("add", o["metadata"]["name"])),
+                   on_update=lambda old, new: seen.append(("update", new["metadata"]["name"])),
+                   on_delete=lambda o: seen.append(("delete", o["metadata"]["name"])))
+    inf.apply_list_page([obj("a", "1"), obj("b", "1"), obj("c", "1")], True, "10")
+    held_a = inf.store["a"]
+    seen.clear()
+    # A relist in two pages: a unchanged (its new copy is not kept), b changed, c gone, d new.
+    inf.apply_list_page([obj("a", "1"), obj("b", "2")], True, None)
+    assert inf._listing == [obj("b", "2")] and inf._unchanged == {"a"}
+    inf.apply_list_page([obj("d", "3")], False, "20")
+    assert seen == [("delete", "c"), ("update", "b"), ("add", "d")]
+    assert inf.store["a"] is held_a and sorted(inf.store) == ["a", "b", "d"] and inf.resource_version == "20"
+    # The same name and version under another uid is another object: deleted and added.
+    recreated = {"metadata": {"name": "a", "resourceVersion": "1", "uid": "other"}}
+    seen.clear()
+    inf.apply_list_page([recreated, obj("b", "2"), obj("d", "3")], True, "30")
+    assert seen == [("delete", "a"), ("add", "a")]
