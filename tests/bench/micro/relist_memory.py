@@ -70,7 +70,7 @@ def listing(informer: Informer, pods: int, page: int, versions: list[int], resou
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--pods", type=int, default=3500)
     parser.add_argument("--page", type=int, default=500)
     parser.add_argument("--changed", type=float, default=0.05, help="share of the pods changed per relist")
