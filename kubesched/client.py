@@ -16,7 +16,7 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import urlencode
 
 import urllib3
@@ -36,6 +36,21 @@ class KubeconfigError(ValueError):
 # Failures that leave a request's fate unknown: it may have been made (a connection reset or a
 # timeout after the request left). A write that failed so can be read back before it is undone.
 NO_ANSWER = (OSError, TimeoutError, urllib3.exceptions.HTTPError)
+
+
+def read_back(client: "ApiClient", path: str, attempts: int, pause: Callable[[float], bool]) -> dict | None:
+    """The object at path, read after a write to it got no answer (NO_ANSWER): up to attempts
+    GETs, pause(1.0) between them (True ends the tries; a reset rarely comes alone). None when
+    no answer came or the server refused (the object is gone)."""
+    for attempt in range(attempts):
+        try:
+            return client.get(path)
+        except NO_ANSWER:
+            if attempt + 1 >= attempts or pause(1.0):
+                return None
+        except ApiError:
+            return None
+    return None
 
 
 class ApiError(Exception):

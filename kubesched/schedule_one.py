@@ -22,7 +22,7 @@ from kubesched.backend.api_dispatcher import APIDispatcher
 from kubesched.backend.cache import SchedulerCache
 from kubesched.backend.pod_groups import PodGroups, group_key
 from kubesched.backend.queue import Nominator, SchedulingQueue
-from kubesched.client import NO_ANSWER, ApiClient
+from kubesched.client import NO_ANSWER, ApiClient, read_back
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.extender import EXTENDER_NAME, extender_scores, extenders_binding, find_nodes_that_pass_extenders
 from kubesched.framework.batch import UnrankedNodes, ranked_nodes
@@ -830,17 +830,10 @@ class SchedulingCycle:
         Upstream forgets at once (handleBindingCycleError)."""
         if not isinstance(status.error, NO_ANSWER) or self.client is None:
             return False
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
-        for attempt in range(BIND_CHECK_ATTEMPTS):
-            try:
-                current = self.client.get(path)
-            except Exception:  # noqa: BLE001 - no answer again: try once more, then forget as before
-                if attempt + 1 < BIND_CHECK_ATTEMPTS and not self.stop.wait(1.0):
-                    continue
-                return False
-            return ((current.get("metadata") or {}).get("uid") == pod.uid
-                    and (current.get("spec") or {}).get("nodeName") == host)
-        return False
+        current = read_back(self.client, f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}",
+                            BIND_CHECK_ATTEMPTS, self.stop.wait)
+        return (current is not None and (current.get("metadata") or {}).get("uid") == pod.uid
+                and (current.get("spec") or {}).get("nodeName") == host)
 
     def _bind_finished(self) -> None:
         with self.binds_lock:

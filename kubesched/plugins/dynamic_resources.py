@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from kubesched import klog
 from kubesched.api.node_affinity import NodeSelector
-from kubesched.client import NO_ANSWER, ApiError
+from kubesched.client import NO_ANSWER, ApiError, read_back
 from kubesched.config.types import parse_duration
 from kubesched.dra.allocator import AllocationError, Allocator, FailedOnNode
 from kubesched.dra.extended import (
@@ -705,19 +705,11 @@ class DynamicResources:
         its devices look free until the claim's watch shows the write; the soak saw a device
         given to a second claim so, in a connection reset. Ask the API server first (a few
         times: a reset rarely comes alone); None when the write was not made or no answer came."""
-        for attempt in range(CLAIM_CHECK_ATTEMPTS):
-            try:
-                current = self.handle.client.get(path)
-            except NO_ANSWER:
-                if attempt + 1 < CLAIM_CHECK_ATTEMPTS:
-                    time.sleep(CLAIM_CHECK_INTERVAL)
-                    continue
-                return None
-            except ApiError:
-                return None
-            if (current.get("status") or {}).get("allocation") is not None and is_reserved_for(pod.raw, current):
-                return current
-            return None
+        current = read_back(self.handle.client, path, CLAIM_CHECK_ATTEMPTS,
+                            lambda _seconds: time.sleep(CLAIM_CHECK_INTERVAL))
+        if current is not None and (current.get("status") or {}).get("allocation") is not None \
+                and is_reserved_for(pod.raw, current):
+            return current
         return None
 
     def _bind_claim(self, pod: PodInfo, claim: dict, allocation: dict | None) -> dict:
