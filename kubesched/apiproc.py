@@ -82,7 +82,8 @@ class _Child:
         # scheduler, as multiprocessing's spawn would by re-running the main script), and
         # inherits nothing but its socket: fork would copy threads and locks mid-use.
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from kubesched.apiproc import child_main; child_main()", str(theirs.fileno())],
+            [sys.executable, "-c", "from kubesched.apiproc import child_main; child_main()", self.name,
+             str(theirs.fileno())],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=_child_environment())
         theirs.close()  # only the child may hold it, so the child's end sees EOF when we go
         self.sock = ours
@@ -318,7 +319,8 @@ class RemoteApiClient(ApiClient):
 # -- the children ---------------------------------------------------------------------------
 
 def child_main() -> None:
-    """Entry point of a child: its socket's fd is the last argument, its settings the first message."""
+    """Entry point of a child: its socket's fd is the last argument (its name, before it, is there
+    for ps and /proc only), its settings the first message."""
     gctuning.tune()
     conn = Connection(int(sys.argv[-1]))
     try:

@@ -54,24 +54,44 @@ def read_process(pid: int) -> dict | None:
             "fds": fds}
 
 
+def part_name(pid: int, root: int) -> str:
+    """"main" for the instance's own process, kubesched's API children by their name ("watch",
+    "writer": the argument before their socket's fd), "other" for anything else below it."""
+    if pid == root:
+        return "main"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")[:-1]
+    except OSError:
+        return "other"
+    if len(argv) >= 2 and any(b"kubesched.apiproc import child_main" in arg for arg in argv):
+        return argv[-2].decode(errors="replace")
+    return "other"
+
+
 def read_instance(pid: int, cpu: dict[int, ProcessCpu] | None = None) -> dict | None:
-    """The figures of a process and everything below it, summed; None when it is gone. With
-    cpu (tests/bench/load.py's read_processes), also the CPU seconds they have used (cpu_s)."""
+    """The figures of a process and everything below it, summed, and each part's own (parts:
+    {main, watch, writer, ...: figures}); None when it is gone. With cpu (tests/bench/load.py's
+    read_processes), also the CPU seconds they have used (cpu_s)."""
     total = {name: 0.0 for name in FIGURES}
+    parts: dict[str, dict[str, float]] = {}
     seen, cpu_s = 0, 0.0
     for each in descendants(pid):
         figures = read_process(each)
         if figures is None:
             continue
         seen += 1
+        part = parts.setdefault(part_name(each, pid), {name: 0.0 for name in FIGURES})
         for name in FIGURES:
             total[name] += figures[name]
+            part[name] += figures[name]
         if cpu is not None and each in cpu:
             cpu_s += cpu[each].total_s
     if not seen:
         return None
     total["rss_mb"] = round(total["rss_mb"], 1)
     total["processes"] = seen
+    total["parts"] = {name: {**part, "rss_mb": round(part["rss_mb"], 1)} for name, part in parts.items()}
     if cpu is not None:
         total["cpu_s"] = round(cpu_s, 2)
     return total
@@ -86,6 +106,7 @@ class Verdict:
     end: dict
     growth: dict
     pods: dict | None = None  # the API's pods at the start and end of the window, and their growth
+    parts: dict | None = None  # each part's growth ({main, watch, writer: {figure: growth}}), where sampled
 
     @property
     def limits(self) -> dict[str, float]:
@@ -116,14 +137,26 @@ def judge(samples: list[dict], *, warmup_s: float, min_window_s: float, run_warm
         tenth = max(1, len(judged) // 10)
         start = {name: statistics.median(s[name] for s in judged[:tenth]) for name in FIGURES}
         end = {name: statistics.median(s[name] for s in judged[-tenth:]) for name in FIGURES}
-        growth = {name: round(end[name] / start[name] - 1.0, 3) if start[name] else 0.0 for name in FIGURES}
+        growth = _growth(judged[:tenth], judged[-tenth:])
         pods = None
         if all(s.get("pods") is not None for s in judged):
             first, last = (statistics.median(s["pods"] for s in part) for part in (judged[:tenth], judged[-tenth:]))
             pods = {"start": first, "end": last, "growth": round(last / first - 1.0, 3) if first else 0.0}
+        names = set.intersection(*(set(s.get("parts") or ()) for s in judged))
+        parts = {name: _growth([s["parts"][name] for s in judged[:tenth]], [s["parts"][name] for s in judged[-tenth:]])
+                 for name in sorted(names)} or None
         verdicts.append(Verdict(stretch[0]["pid"], "leader" if stretch[0]["leader"] else "standby",
-                                (judged[0]["t"], judged[-1]["t"]), start, end, growth, pods))
+                                (judged[0]["t"], judged[-1]["t"]), start, end, growth, pods, parts))
     return verdicts
+
+
+def _growth(first: list[dict], last: list[dict]) -> dict[str, float]:
+    """Each figure's growth from the median of the first samples to the median of the last."""
+    growth = {}
+    for name in FIGURES:
+        before, after = statistics.median(s[name] for s in first), statistics.median(s[name] for s in last)
+        growth[name] = round(after / before - 1.0, 3) if before else 0.0
+    return growth
 
 
 def cpu_summary(samples: list[dict]) -> dict[str, dict]:

@@ -352,7 +352,8 @@ class Run:
                                            run_warmup_until=self.memory_warmup_s):
                 verdicts.append({"pid": pid, "slot": samples[0]["slot"], "role": verdict.role,
                                  "window_s": verdict.window_s, "start": verdict.start, "end": verdict.end,
-                                 "growth": verdict.growth, "pods": verdict.pods, "flat": verdict.flat})
+                                 "growth": verdict.growth, "pods": verdict.pods, "parts": verdict.parts,
+                                 "flat": verdict.flat})
         return verdicts
 
     def _judge_handovers(self) -> list[dict]:
@@ -499,6 +500,9 @@ def verdicts(result: dict) -> list[tuple[str, bool, str]]:
          f"{len(memory)} process stretches judged; "
          + "; ".join(f"pid {m.get('pid')} ({m.get('role')}): RSS {m['growth']['rss_mb']:+.0%}, threads "
                      f"{m['growth']['threads']:+.0%}, files {m['growth']['fds']:+.0%}"
+                     + (" (RSS by process: " + ", ".join(f"{name} {growth['rss_mb']:+.0%}"
+                                                         for name, growth in m["parts"].items()) + ")"
+                        if m.get("parts") else "")
                      + (f", the API's pods {m['pods']['growth']:+.0%} ({m['pods']['start']:g} to {m['pods']['end']:g})"
                         if m.get("pods") else "")
                      for m in memory)),

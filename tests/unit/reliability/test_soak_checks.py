@@ -97,6 +97,44 @@ def test_rss_may_grow_as_fast_as_the_pods_it_holds_and_no_faster():
     assert judge(samples(6, [100] * 60), warmup_s=60, min_window_s=200, run_warmup_until=0)[0].pods is None
 
 
+def test_the_verdict_says_which_process_of_an_instance_grew():
+    parted = [dict(sample, parts={"main": {"rss_mb": 60.0, "threads": 12, "fds": 30},
+                                  "watch": {"rss_mb": sample["rss_mb"] - 60.0, "threads": 8, "fds": 10}})
+              for sample in samples(7, [100 + i for i in range(60)])]
+    verdict, = judge(parted, warmup_s=60, min_window_s=200, run_warmup_until=0)
+    assert verdict.parts["main"]["rss_mb"] == 0.0 and verdict.parts["watch"]["rss_mb"] > 1.0
+    assert not verdict.flat
+    # A part missing from any judged sample (a child started again meanwhile) is left out.
+    parted[-1]["parts"].pop("watch")
+    verdict, = judge(parted, warmup_s=60, min_window_s=200, run_warmup_until=0)
+    assert list(verdict.parts) == ["main"]
+    assert judge(samples(8, [100] * 60), warmup_s=60, min_window_s=200, run_warmup_until=0)[0].parts is None
+
+
+def test_an_instance_names_its_processes():
+    import os
+    import subprocess
+    import sys
+
+    from tests.reliability.soak.processes import read_instance
+
+    # A child started as kubesched/apiproc.py starts them: named by the argument before its fd.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)  # kubesched.apiproc import "
+                              "child_main", "watch", "7"])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        parent = read_instance(os.getpid())
+        assert parent is not None and parent["processes"] >= 3
+        assert {"main", "watch", "other"} <= set(parent["parts"])
+        assert parent["parts"]["main"]["threads"] >= 1
+        assert sum(part["threads"] for part in parent["parts"].values()) == parent["threads"]
+    finally:
+        child.kill()
+        other.kill()
+        child.wait()
+        other.wait()
+
+
 def test_taking_the_lead_starts_a_new_window_and_short_stretches_are_not_judged():
     # A standby at 100 MB takes the lead at sample 30 and settles at 130 MB: a step, not a leak.
     values = [100.0] * 30 + [130.0] * 40
