@@ -19,6 +19,7 @@ from kubesched.kube_features import DEPENDENCIES, KNOWN, PRE_ALPHA
 HONOURED: dict[str, bool] = {
     "OpportunisticBatching": True,  # beta since 1.35
     "GenericWorkload": False,  # beta in 1.37, off by default: gang scheduling (PodGroups)
+    "SchedulerAsyncPreemption": True,  # beta since 1.33: victims evicted in the background
 }
 KUBE_COMPONENT = "kube"
 GA, DEPRECATED, ALPHA, BETA = "", "DEPRECATED", "ALPHA", "BETA"

@@ -73,6 +73,15 @@ preemption_victims = Histogram(
     "scheduler_preemption_victims", "Number of selected preemption victims",
     buckets=(1, 2, 4, 8, 16, 32, 64), registry=REGISTRY)
 
+# SchedulerAsyncPreemption: the background evictions, by result ("success" or "error").
+preemption_goroutines_duration = Histogram(
+    "scheduler_preemption_goroutines_duration_seconds", "Duration in seconds for running goroutines for the preemption.",
+    ["result"], buckets=tuple(0.01 * 2**i for i in range(20)), registry=REGISTRY)
+
+preemption_goroutines_execution = Counter(
+    "scheduler_preemption_goroutines_execution_total", "Number of preemption goroutines executed.",
+    ["result"], registry=REGISTRY)
+
 framework_extension_point_duration = Histogram(
     "scheduler_framework_extension_point_duration_seconds",
     "Latency for running all plugins of a specific extension point.",

@@ -69,7 +69,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
                 informers=self.informers, volumes=self.volumes, dra=self.dra, nominator=self.nominator,
                 extenders=self.extenders, event_recorder=self.broadcaster.recorder(profile.scheduler_name),
                 parallelism=cfg.parallelism, batching=self.feature_gates["OpportunisticBatching"],
-                pod_groups=self.pod_groups))
+                pod_groups=self.pod_groups, async_preemption=self.feature_gates["SchedulerAsyncPreemption"]))
         for fwk in self.frameworks.values():
             fwk.set_snapshot(self.snapshot)
         first = next(iter(self.frameworks.values()))
@@ -80,6 +80,8 @@ class Scheduler(EventHandlers, SchedulingCycle):
             first.less, pre_enqueue=self._pre_enqueue, plugin_events=plugin_events,
             initial_backoff=cfg.pod_initial_backoff_seconds, max_backoff=cfg.pod_max_backoff_seconds,
             nominator=self.nominator)
+        for fwk in self.frameworks.values():
+            fwk.activate = self.queue.activate
         self.next_start_node_index = 0
         self.bind_pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
         self.api_dispatcher = APIDispatcher(workers=cfg.parallelism)

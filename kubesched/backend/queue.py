@@ -55,6 +55,7 @@ EVENT_POD_ADD = "PodAdd"
 EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 EVENT_BACKOFF_COMPLETE = "BackoffComplete"
 EVENT_SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+EVENT_FORCE_ACTIVATE = "ForceActivate"
 
 
 class QueuedPod:
@@ -546,13 +547,33 @@ class SchedulingQueue:
                 if pre_check is not None and not pre_check(entry.pod):
                     continue
                 if entry.gated_by:
-                    if self._plugin_cares(entry.gated_by, event, entry.pod, old, new):
+                    # The plugins that rejected its last attempt count too (upstream adds the
+                    # gating plugin to them): DefaultPreemption's gate waits on the victims'
+                    # deletions, which only NodeResourcesFit and the like register.
+                    gated = {entry.gated_by} | entry.pod.unschedulable_plugins | entry.pod.pending_plugins
+                    if any(self._plugin_cares(p, event, entry.pod, old, new) for p in gated):
                         self._unplace(entry)
                         self._enqueue_new(entry, label)
                     continue
                 plugins = entry.pod.unschedulable_plugins | entry.pod.pending_plugins
                 if not plugins or any(self._plugin_cares(p, event, entry.pod, old, new) for p in plugins):
                     self._requeue(entry, label)
+
+    def activate(self, pods: list[PodInfo]) -> None:
+        """Move these pods to the active queue now, past their backoff (upstream Activate),
+        through PreEnqueue. A pod being scheduled goes to backoff when its attempt fails,
+        instead of waiting for an event among the unschedulable pods."""
+        with self.cond:
+            for pod in pods:
+                flying = self.in_flight.get(pod.uid) or self.binding.get(pod.uid)
+                if flying is not None:
+                    flying.updated_in_flight = True
+                    continue
+                entry = self.entries.get(pod.uid)
+                if entry is None or entry.where not in (UNSCHEDULABLE, BACKOFF):
+                    continue
+                self._unplace(entry)
+                self._enqueue_new(entry, EVENT_FORCE_ACTIVATE)
 
     def _plugin_cares(self, plugin: str, event: ClusterEvent, pod: PodInfo, old: dict | None,
                       new: dict | None) -> bool:

@@ -40,7 +40,8 @@ class Handle:
                  volumes: VolumeObjects | None = None, dra: DRAManager | None = None,
                  nominator: Nominator | None = None, event_recorder: EventRecorder | None = None,
                  extenders: list[HTTPExtender] | None = None, parallelism: int = 16,
-                 snapshot: Snapshot | None = None, pod_groups: PodGroups | None = None):
+                 snapshot: Snapshot | None = None, pod_groups: PodGroups | None = None,
+                 async_preemption: bool = False):
         # The API client (kubesched/client.py): bind, delete_pod, patch_pod_status, request, ...
         self.client = client
         # Listers of every watched resource: get(resource, key), list(resource, namespace).
@@ -61,6 +62,12 @@ class Handle:
         self.stopping = threading.Event()
         self.waiting_pods = WaitingPodsMap()
         self._snapshot = snapshot if snapshot is not None else Snapshot()
+        # SchedulerAsyncPreemption (the gate, passed by the scheduler): preemption evicts its
+        # victims in the background and the preemptor waits at PreEnqueue meanwhile.
+        self.async_preemption = async_preemption
+        # Activate (upstream PodActivator): the given pods leave the unschedulable pods or
+        # backoff for the active queue; the scheduler sets it to its queue's.
+        self.activate: Callable[[list[PodInfo]], None] = lambda pods: None
 
     def snapshot(self) -> Snapshot:
         """The snapshot of the cluster the current scheduling cycle reads."""

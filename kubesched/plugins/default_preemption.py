@@ -24,30 +24,46 @@ taken off a fork of the snapshot, the group is placed there as its cycle places 
 victims are given back, most important first, while every placed member still passes its
 filters. What is left is evicted; the members are nominated where the group was placed.
 
-Victims are evicted before PostFilter returns (upstream's behaviour without
-SchedulerAsyncPreemption), so the pod is never retried against a node whose victims
-are still being chosen.
+With SchedulerAsyncPreemption (beta, on by default in 1.37), step 5 runs in the background
+(upstream Executor.prepareCandidateAsync): PostFilter returns at once and the scheduling loop
+goes on while the lower nominations are cleared and the victims evicted, all but the last side
+by side, then the last. Meanwhile the preemptor waits at PreEnqueue: until its last victim is
+deleted or terminating, so the deletion events that requeue it find it ready. A failed
+eviction, or a last victim preempted in memory (no deletion event to come), activates the
+preemptor. A PodGroup's victims are still evicted before PodGroupPostFilter returns. With the
+gate off, every eviction happens before PostFilter returns.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, NamedTuple
 
-from kubesched import metrics
+from kubesched import klog, metrics
 from kubesched.api.selectors import SelectorError, label_selector
 from kubesched.framework.fit_error import Diagnosis, FitError, NodeToStatus
 from kubesched.framework.handle import Handle
-from kubesched.framework.interface import CODE_NAMES, Code, PluginArgsError, Status, is_success
+from kubesched.framework.interface import (
+    CODE_NAMES,
+    ActionType,
+    ClusterEvent,
+    Code,
+    EventResource,
+    PluginArgsError,
+    Status,
+    is_success,
+)
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.plugins.helper.args import args_dict, check_known_fields, int_arg
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
@@ -249,6 +265,40 @@ class DefaultPreemption:
         # The first node tried; random as upstream so that preemptors spread over nodes.
         self.random_offset: Callable[[int], int] = random.randrange
         self.clock: Callable[[], float] = time.time
+        # SchedulerAsyncPreemption: the preemptors whose evictions run in the background, and
+        # for each one already at its last victim, that victim's (namespace, name).
+        self.async_preemption = handle.async_preemption
+        self._preempting: set[str] = set()
+        self._last_victims: dict[str, tuple[str, str]] = {}
+        self._preempting_lock = threading.Lock()
+        self._background: ThreadPoolExecutor | None = None
+
+    # --- PreEnqueue and events (SchedulerAsyncPreemption) --------------------------------
+
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        """A pod whose preemption still runs in the background waits (upstream PreEnqueue)."""
+        if pod.uid not in self._preempting or not self.is_pod_running_preemption(pod.uid):  # hot path
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION, plugin=self.name)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """An assigned pod's deletion, whose hint always skips: the plugins that rejected the
+        preemptor decide when it is worth another attempt, PreEnqueue only whether it may."""
+        if not self.async_preemption:
+            return []
+        return [ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, hint=lambda pod, old, new: False)]
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """IsPodRunningPreemption: its evictions run, and its last victim (once it got there)
+        is neither gone from the pods informer nor terminating."""
+        with self._preempting_lock:
+            if uid not in self._preempting:
+                return False
+            last = self._last_victims.get(uid)
+        if last is None:
+            return True
+        victim = self.handle.informers.get("pods", f"{last[0]}/{last[1]}")
+        return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
 
     # --- PodGroupPostFilter (GenericWorkload; upstream's PodGroupEvaluator) ---------------
 
@@ -474,10 +524,13 @@ class DefaultPreemption:
                 return None, Status(Code.UNSCHEDULABLE, "no candidate node for preemption")
         best = pick_one_node_for_preemption(candidates, self.clock())
         metrics.preemption_victims.observe(len(best.victims))
-        try:
-            self.prepare_candidate(best, pod)
-        except Exception as err:  # any API failure: report it, nominate nothing
-            return None, Status.as_error(err)
+        if self.async_preemption:
+            self.prepare_candidate_async(best, pod)
+        else:
+            try:
+                self.prepare_candidate(best, pod)
+            except Exception as err:  # any API failure: report it, nominate nothing
+                return None, Status.as_error(err)
         return best.name, Status(Code.SUCCESS, f"found a potential placement for pod on node {best.name}, "
                                                f"preempting {len(best.victims)} victims")
 
@@ -619,11 +672,66 @@ class DefaultPreemption:
         status.nominatedNodeName and the nominator entry (upstream's handleSchedulingFailure).
         """
         self.evict(candidate.name, Preemptor.of_pod(pod), [v for v in candidate.victims if not v.deleting])
+        self.clear_lower_nominations(candidate.name, pod)
+
+    def clear_lower_nominations(self, node_name: str, pod: PodInfo) -> None:
+        """Lower-priority pods nominated to the node may no longer fit there: they lose the
+        nomination, which sends them to look elsewhere now."""
         client, nominator = self.handle.client, self.handle.nominator
-        for other in nominator.nominated_pods_for_node(candidate.name):
+        for other in nominator.nominated_pods_for_node(node_name):
             if other.priority < pod.priority and other.uid != pod.uid:
                 client.patch_pod_status(other.namespace, other.name, {"status": {"nominatedNodeName": None}})
                 nominator.delete_nominated_pod_if_exists(other)
+
+    def prepare_candidate_async(self, candidate: Candidate, pod: PodInfo) -> None:
+        """prepareCandidateAsync: the evictions and the nominations' clearing start in the
+        background; the pod waits at PreEnqueue until they are done."""
+        victims = [v for v in candidate.victims if not v.deleting]
+        if not victims:
+            return
+        with self._preempting_lock:
+            self._preempting.add(pod.uid)
+            if self._background is None:
+                self._background = ThreadPoolExecutor(max_workers=max(1, self.handle.parallelism),
+                                                      thread_name_prefix="preemption")
+        self._background.submit(self._preempt_in_background, candidate.name, pod, victims)
+
+    def _preempt_in_background(self, node_name: str, pod: PodInfo, victims: list[PodInfo]) -> None:
+        start = time.perf_counter()
+        preemptor = Preemptor.of_pod(pod)
+        failed = last_in_memory = False
+        try:
+            try:
+                self.clear_lower_nominations(node_name, pod)
+            except Exception as err:  # noqa: BLE001 - not critical: the evictions go on
+                klog.error("Cannot clear 'NominatedNodeName' field from lower priority pods on the same target node",
+                           node=node_name, err=str(err))
+                failed = True
+            try:
+                self.evict(node_name, preemptor, victims[:-1])
+            except Exception as err:  # noqa: BLE001 - the last victim is spared, the preemptor activated
+                klog.error("Error occurred during async preemption", preemptor=pod.key, node=node_name, err=str(err))
+                failed = True
+            else:
+                last = victims[-1]
+                with self._preempting_lock:
+                    self._last_victims[pod.uid] = (last.namespace, last.name)
+                try:
+                    last_in_memory = self.preempt_pod(node_name, preemptor, last)
+                except Exception as err:  # noqa: BLE001 - reported; the preemptor is activated
+                    klog.error("Error occurred during async preemption of the last victim", preemptor=pod.key,
+                               node=node_name, err=str(err))
+                    failed = True
+        finally:
+            with self._preempting_lock:
+                self._preempting.discard(pod.uid)
+                self._last_victims.pop(pod.uid, None)
+            result = "error" if failed else "success"
+            metrics.preemption_goroutines_duration.labels(result).observe(time.perf_counter() - start)
+            metrics.preemption_goroutines_execution.labels(result).inc()
+            if failed or last_in_memory:
+                # No deletion event may come to requeue it.
+                self.handle.activate([pod])
 
     def evict(self, node_name: str, preemptor: "Preemptor", victims: list[PodInfo]) -> None:
         """Preempt the victims side by side; the first failure is raised."""
@@ -633,8 +741,9 @@ class DefaultPreemption:
             for future in [pool.submit(self.preempt_pod, node_name, preemptor, v) for v in victims]:
                 future.result()
 
-    def preempt_pod(self, node_name: str, preemptor: "Preemptor", victim: PodInfo) -> None:
-        """Executor.PreemptPod for a victim not held in scheduler memory: condition, delete, event."""
+    def preempt_pod(self, node_name: str, preemptor: "Preemptor", victim: PodInfo) -> bool:
+        """Executor.PreemptPod: a victim waiting on Permit is rejected in memory (True); any
+        other gets the DisruptionTarget condition and is deleted, with an event (False)."""
         condition = {
             "type": DISRUPTION_TARGET,
             "status": "True",
@@ -652,17 +761,18 @@ class DefaultPreemption:
             recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
                             f"Preempted by {preemptor.kind} {preemptor.uid} on node {node_name} "
                             f"(in kube-scheduler memory).")
-            return
+            return True
         try:
             if not self._has_condition(victim, condition):
                 client.patch_pod_status(victim.namespace, victim.name, {"status": {"conditions": [condition]}})
             client.delete_pod(victim.namespace, victim.name, uid=victim.uid)
         except Exception as err:  # a victim already gone is fine; anything else fails the preemption
             if _is_not_found(err):
-                return
+                return False
             raise
         recorder.eventf(victim.raw, "Normal", "Preempted", "Preempting",
                         f"Preempted by {preemptor.kind} {preemptor.uid} on node {node_name}")
+        return False
 
     @staticmethod
     def _has_condition(pod: PodInfo, condition: dict) -> bool:

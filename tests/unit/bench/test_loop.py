@@ -18,7 +18,8 @@ def test_the_loop_binds_every_pod_of_a_replayed_workload():
     assert record["mode"] == record["qps_profile"] == LOOP_ONLY
     assert record["cpu_ms_per_pod"] > 0 and abs(record["cpu_ms_per_pod"] * 50 / 1000 - record["cpu_s"]) <= 0.006
     assert record["pods_per_s"] > 0 and record["peak_rss_mb"] > 10
-    assert record["feature_gates"] == {"OpportunisticBatching": True, "GenericWorkload": False}
+    assert record["feature_gates"] == {"OpportunisticBatching": True, "GenericWorkload": False,
+                                       "SchedulerAsyncPreemption": True}
 
 
 def test_the_loop_replays_taints_and_init_pods():

@@ -5,7 +5,7 @@ from kubesched_fakes import FakeCpuFit, FakeGates, FakeLabelFilter, FakeSort, po
 
 from kubesched import metrics
 from kubesched.backend.queue import ACTIVE, BACKOFF, GATED, PENDING, UNSCHEDULABLE, SchedulingQueue
-from kubesched.framework.interface import ActionType, ClusterEvent, EventResource
+from kubesched.framework.interface import ActionType, ClusterEvent, Code, EventResource, Status
 
 
 class Clock:
@@ -406,3 +406,62 @@ def test_a_late_member_deleted_while_it_waits_is_gone(clock):
     assert q.where(late.uid) == "" and q.counts[PENDING] == 0
     q.pod_group_attempted()
     assert q.where(late.uid) == ""
+
+
+def preemption_queue(clock, waiting: set):
+    """A queue whose PreEnqueue holds the pods in waiting, as DefaultPreemption holds a pod
+    whose victims are still being evicted; the gate's own event hint always skips."""
+    def pre_enqueue(p):
+        if p.uid in waiting:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "waiting for the preemption", plugin="Preempting")
+        return None
+
+    events = {"FakeCpuFit": FakeCpuFit(None, None).events_to_register(),
+              "Preempting": [ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, hint=lambda *a: False)]}
+    return SchedulingQueue(FakeSort(None, None).less, pre_enqueue=pre_enqueue, plugin_events=events, clock=clock)
+
+
+def test_a_pod_gated_after_its_attempt_is_requeued_by_the_plugins_that_rejected_it(clock):
+    waiting: set = set()
+    q = preemption_queue(clock, waiting)
+    q.add(pod("hi", cpu="2"))
+    p = q.pop(timeout=0)
+    waiting.add(p.uid)
+    q.done(p.uid)
+    fail(q, p, "FakeCpuFit")
+    clock.now += 5
+    q.move_all_to_active_or_backoff(POD_DELETE)  # a first victim gone, the preemption still running
+    assert q.where(p.uid) == GATED
+    q.move_all_to_active_or_backoff(POD_DELETE)
+    assert q.where(p.uid) == GATED
+    waiting.clear()
+    q.move_all_to_active_or_backoff(NODE_TAINT)  # FakeCpuFit does not register it: the pod stays
+    assert q.where(p.uid) == GATED
+    q.move_all_to_active_or_backoff(POD_DELETE)  # the last victim gone: FakeCpuFit cares, the gate opens
+    assert q.where(p.uid) == ACTIVE
+
+
+def test_activate_moves_a_waiting_pod_past_its_backoff_and_marks_one_in_flight(clock):
+    waiting: set = set()
+    q = preemption_queue(clock, waiting)
+    for name in ("a", "b", "c"):
+        q.add(pod(name, cpu="2"))
+    a, b = q.pop(timeout=0), q.pop(timeout=0)
+    fail(q, a, "FakeCpuFit")  # waits for an event
+    assert q.where(a.uid) == UNSCHEDULABLE
+    b.unschedulable_plugins = set()
+    q.add_unschedulable_if_not_present(b)  # an error: backoff
+    assert q.where(b.uid) == BACKOFF
+    c = q.pop(timeout=0)
+    q.activate([a, b, c])
+    assert q.where(a.uid) == ACTIVE and q.where(b.uid) == ACTIVE
+    fail(q, c, "FakeCpuFit")  # activated while in flight: no waiting for an event
+    assert q.where(c.uid) == BACKOFF
+    # Activation goes through PreEnqueue.
+    d = pod("d", cpu="2")
+    q.add(d)
+    d = q.pop(timeout=0)
+    fail(q, d, "FakeCpuFit")
+    waiting.add(d.uid)
+    q.activate([d])
+    assert q.where(d.uid) == GATED

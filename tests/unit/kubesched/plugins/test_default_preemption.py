@@ -1,7 +1,11 @@
+import threading
+import time
+
 import pytest
 from plugin_builders import FakeHandle, make_node, make_pod, place
 
-from kubesched.framework.interface import Code, CycleState, PluginArgsError, Status
+from kubesched import metrics
+from kubesched.framework.interface import ActionType, Code, CycleState, EventResource, PluginArgsError, Status
 from kubesched.plugins.default_preemption import (
     POD,
     POD_GROUP,
@@ -25,10 +29,11 @@ def units(pods):
     return [Victim([p], p.priority, POD, 0.0) for p in pods]
 
 
-def setup(node_pods, *, pdbs=(), args=None, filters=None, node_cpu="2"):
+def setup(node_pods, *, pdbs=(), args=None, filters=None, node_cpu="2", async_preemption=False):
     """node_pods: {node name: [pods]}; returns (plugin, handle, nodes)."""
     nodes = [place(make_node(name, cpu=node_cpu, memory="1Gi", pods=10), *pods) for name, pods in node_pods.items()]
     handle = FakeHandle(nodes, pdbs=list(pdbs))
+    handle.async_preemption = async_preemption
     handle.filters = filters if filters is not None else [NodeResourcesFit(None, handle)]
     plugin = DefaultPreemption(args, handle)
     plugin.random_offset = lambda n: 0
@@ -295,3 +300,118 @@ def test_args_validation(args, field, message):
 def test_default_args():
     plugin = DefaultPreemption(None, FakeHandle())
     assert (plugin.min_candidate_nodes_percentage, plugin.min_candidate_nodes_absolute) == (10, 100)
+
+
+# --- SchedulerAsyncPreemption ---------------------------------------------------------------
+
+def hold_deletes(client, names):
+    """Each named victim's delete call waits until its release is set; started says it began."""
+    started = {name: threading.Event() for name in names}
+    release = {name: threading.Event() for name in names}
+    delete_pod = client.delete_pod
+
+    def held(namespace, name, uid=None, grace_period=None):
+        if name in release:
+            started[name].set()
+            assert release[name].wait(5)
+        delete_pod(namespace, name, uid=uid, grace_period=grace_period)
+
+    client.delete_pod = held
+    return started, release
+
+
+def goroutines(result):
+    return metrics.REGISTRY.get_sample_value("scheduler_preemption_goroutines_execution_total",
+                                             {"result": result}) or 0.0
+
+
+def wait_for(condition, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_async_preemption_returns_at_once_and_the_preemptor_waits_until_its_last_victim_goes():
+    victims = {"p1": low("p1", 1), "p2": low("p2", 2)}
+    plugin, handle, _unused = setup({"node1": list(victims.values())}, async_preemption=True)
+    handle.add("pods", *(v.raw for v in victims.values()))
+    started, release = hold_deletes(handle.client, victims)
+    activated = []
+    handle.activate = activated.extend
+    succeeded = goroutines("success")
+    hi = make_pod("hi", priority=10, reqs=[{"cpu": "2"}], uid="uid-hi")
+
+    nominated, status = preempt(plugin, handle, hi)
+    assert nominated == "node1" and status.code == Code.SUCCESS
+    assert deleted(handle) == []
+    waiting = plugin.pre_enqueue(hi)
+    assert waiting.code == UU and waiting.plugin == "DefaultPreemption"
+    assert waiting.message() == "waiting for the preemption for this pod to be finished"
+    assert plugin.pre_enqueue(make_pod("other", priority=10)) is None
+    # All but the last side by side, then the last once they are done.
+    wait_for(lambda: any(event.is_set() for event in started.values()))
+    first = next(name for name, event in started.items() if event.is_set())
+    last = next(name for name in victims if name != first)
+    time.sleep(0.05)
+    assert not started[last].is_set()
+    release[first].set()
+    assert started[last].wait(5)
+    assert plugin.pre_enqueue(hi) is not None  # the last victim is still there, not terminating
+    # Its deletion reached the informer before the call returned: the preemptor may go.
+    handle.informers.remove("pods", victims[last].raw)
+    assert plugin.pre_enqueue(hi) is None
+    release[last].set()
+    wait_for(lambda: goroutines("success") == succeeded + 1)
+    assert sorted(deleted(handle)) == ["p1", "p2"] and activated == []
+    assert not plugin.is_pod_running_preemption(hi.uid)
+
+
+def test_a_terminating_last_victim_ends_the_wait():
+    victims = [low("p1", 1), low("p2", 2)]
+    plugin, handle, _unused = setup({"node1": victims}, async_preemption=True)
+    handle.add("pods", *(v.raw for v in victims))
+    started, release = hold_deletes(handle.client, ["p1", "p2"])
+    hi = make_pod("hi", priority=10, reqs=[{"cpu": "2"}])
+    preempt(plugin, handle, hi)
+    wait_for(lambda: any(event.is_set() for event in started.values()))
+    first = "p1" if started["p1"].is_set() else "p2"
+    last = "p2" if first == "p1" else "p1"
+    release[first].set()
+    assert started[last].wait(5)
+    terminating = next(v for v in victims if v.name == last).raw
+    handle.add("pods", {**terminating, "metadata": {**terminating["metadata"],
+                                                    "deletionTimestamp": "2026-01-01T00:00:01Z"}})
+    assert plugin.pre_enqueue(hi) is None
+    release[last].set()
+
+
+def test_a_failed_async_eviction_spares_the_last_victim_and_activates_the_preemptor():
+    plugin, handle, _unused = setup({"node1": [low("p1", 1), low("p2", 2)]}, async_preemption=True)
+    handle.client.fail("delete", RuntimeError("apiserver down"))
+    activated = []
+    handle.activate = activated.extend
+    failed = goroutines("error")
+    hi = make_pod("hi", priority=10, reqs=[{"cpu": "2"}])
+    nominated, status = preempt(plugin, handle, hi)
+    assert nominated == "node1" and status.code == Code.SUCCESS
+    wait_for(lambda: activated)
+    assert activated == [hi] and goroutines("error") == failed + 1
+    assert [c[0] for c in handle.client.calls if c[0] == "delete"] == ["delete"]  # the last one was not tried
+    assert plugin.pre_enqueue(hi) is None
+
+
+def test_async_preemption_of_terminating_victims_starts_nothing():
+    plugin, handle, _unused = setup({"node1": [low("t", 1, cpu="2", deleting=True)]}, async_preemption=True)
+    hi = make_pod("hi", priority=10, reqs=[{"cpu": "1"}])
+    nominated, _status = preempt(plugin, handle, hi)
+    assert nominated == "node1" and plugin.pre_enqueue(hi) is None and deleted(handle) == []
+
+
+def test_the_deletion_event_is_registered_only_with_async_preemption():
+    sync_plugin, _handle, _unused = setup({"node1": [low("p1", 1)]})
+    assert sync_plugin.events_to_register() == []
+    plugin, _handle, _unused = setup({"node1": [low("p1", 1)]}, async_preemption=True)
+    (event,) = plugin.events_to_register()
+    assert event.resource == EventResource.ASSIGNED_POD and event.action == ActionType.DELETE
+    assert event.hint(make_pod("hi"), {"spec": {"nodeName": "node1"}}, None) is False

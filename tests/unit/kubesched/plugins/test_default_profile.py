@@ -46,7 +46,7 @@ def decide(fwk, pod):
 def test_default_profile_has_the_upstream_extension_points():
     fwk = default_framework([])
     assert [p.name for p in fwk.queue_sort_plugins] == ["PrioritySort"]
-    assert [p.name for p in fwk.pre_enqueue_plugins] == ["SchedulingGates", "DynamicResources"]
+    assert [p.name for p in fwk.pre_enqueue_plugins] == ["SchedulingGates", "DynamicResources", "DefaultPreemption"]
     # DynamicResources before DefaultPreemption: deallocating an idle claim beats evicting a pod.
     assert [p.name for p in fwk.post_filter_plugins] == ["DynamicResources", "DefaultPreemption"]
     assert [p.name for p in fwk.reserve_plugins] == ["VolumeBinding", "DynamicResources"]
