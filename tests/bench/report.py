@@ -411,9 +411,10 @@ def _reading(records: list[dict]) -> list[str]:
             f"kube-scheduler after {theirs['startup_s']:.1f} s, and both bind the rest at once "
             f"({_cell(ours.get('bind_rate_per_s'), 1)} and {_cell(theirs.get('bind_rate_per_s'), 1)} pods/s from the "
             "first binding on). Before its first binding a scheduler runs PostFilter (the preemption dry run over "
-            "every node and its victims) for each pending preemptor and deletes the victims; each preemptor then "
-            "waits in the queue until the deletions of its victims reach the scheduler, so the time to the first "
-            "binding decides the ratio.")
+            "every node and its victims) for each pending preemptor, whose victims are then deleted in the "
+            "background (SchedulerAsyncPreemption, on in both); each preemptor waits among the unschedulable pods "
+            "until the deletions of its victims reach the scheduler, and the pods not yet tried come first, so the "
+            "time to the first binding decides the ratio.")
     scale = _pair(records, "SchedulingBasic/15000Nodes", "kubesched", "kube-scheduler")
     headline = _pair(records, HEADLINE, "kubesched", "kube-scheduler")
     if scale and headline:
