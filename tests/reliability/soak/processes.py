@@ -135,28 +135,28 @@ def judge(samples: list[dict], *, warmup_s: float, min_window_s: float, run_warm
         if not judged or judged[-1]["t"] - judged[0]["t"] < min_window_s:
             continue
         tenth = max(1, len(judged) // 10)
-        start = {name: statistics.median(s[name] for s in judged[:tenth]) for name in FIGURES}
-        end = {name: statistics.median(s[name] for s in judged[-tenth:]) for name in FIGURES}
-        growth = _growth(judged[:tenth], judged[-tenth:])
+        start, end = _medians(judged[:tenth]), _medians(judged[-tenth:])
+        growth = _growth(start, end)
         pods = None
         if all(s.get("pods") is not None for s in judged):
             first, last = (statistics.median(s["pods"] for s in part) for part in (judged[:tenth], judged[-tenth:]))
             pods = {"start": first, "end": last, "growth": round(last / first - 1.0, 3) if first else 0.0}
         names = set.intersection(*(set(s.get("parts") or ()) for s in judged))
-        parts = {name: _growth([s["parts"][name] for s in judged[:tenth]], [s["parts"][name] for s in judged[-tenth:]])
+        parts = {name: _growth(_medians([s["parts"][name] for s in judged[:tenth]]),
+                               _medians([s["parts"][name] for s in judged[-tenth:]]))
                  for name in sorted(names)} or None
         verdicts.append(Verdict(stretch[0]["pid"], "leader" if stretch[0]["leader"] else "standby",
                                 (judged[0]["t"], judged[-1]["t"]), start, end, growth, pods, parts))
     return verdicts
 
 
-def _growth(first: list[dict], last: list[dict]) -> dict[str, float]:
-    """Each figure's growth from the median of the first samples to the median of the last."""
-    growth = {}
-    for name in FIGURES:
-        before, after = statistics.median(s[name] for s in first), statistics.median(s[name] for s in last)
-        growth[name] = round(after / before - 1.0, 3) if before else 0.0
-    return growth
+def _medians(samples: list[dict]) -> dict[str, float]:
+    return {name: statistics.median(s[name] for s in samples) for name in FIGURES}
+
+
+def _growth(start: dict[str, float], end: dict[str, float]) -> dict[str, float]:
+    """Each figure's growth from start to end."""
+    return {name: round(end[name] / start[name] - 1.0, 3) if start[name] else 0.0 for name in FIGURES}
 
 
 def cpu_summary(samples: list[dict]) -> dict[str, dict]:
