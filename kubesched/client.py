@@ -191,6 +191,52 @@ def load_kubeconfig(path: str, context: str | None = None) -> ClusterCredentials
     return creds
 
 
+# client-go's transport closes a connection that has been idle this long (IdleConnTimeout).
+IDLE_CONN_TIMEOUT_S = 90.0
+
+
+class _ClosesIdleConnections:
+    """A urllib3 connection pool that closes a connection once it has been idle for
+    IDLE_CONN_TIMEOUT_S, as Go's transport does: the connections a burst opened (an API server
+    restart holds every request at once) do not stay open for the life of the process. The
+    pool is a stack, so under steady traffic the same few connections serve every request and
+    the rest only wait there; a sweep, at most every third of the timeout when a connection is
+    given back, closes those and leaves their places empty (a new connection is made when the
+    concurrency comes back)."""
+
+    _next_sweep = 0.0
+
+    def _put_conn(self, conn):  # urllib3's HTTPConnectionPool._put_conn
+        if conn is not None:
+            conn.kubesched_idle_since = time.monotonic()
+        super()._put_conn(conn)
+        now = time.monotonic()
+        if now >= self._next_sweep:
+            self._next_sweep = now + IDLE_CONN_TIMEOUT_S / 3
+            self._close_idle(now)
+
+    def _close_idle(self, now: float) -> None:
+        stack = self.pool
+        if stack is None:  # the pool was closed
+            return
+        idle = []
+        with stack.mutex:
+            for place, conn in enumerate(stack.queue):
+                if conn is not None and now - getattr(conn, "kubesched_idle_since", now) > IDLE_CONN_TIMEOUT_S:
+                    idle.append(conn)
+                    stack.queue[place] = None
+        for conn in idle:
+            conn.close()
+
+
+class _HTTPConnectionPool(_ClosesIdleConnections, urllib3.HTTPConnectionPool):
+    pass
+
+
+class _HTTPSConnectionPool(_ClosesIdleConnections, urllib3.HTTPSConnectionPool):
+    pass
+
+
 class TokenBucket:
     """client-go's token bucket: qps tokens per second, at most burst saved up."""
 
@@ -250,6 +296,7 @@ class ApiClient:
             if creds.tls_server_name:
                 kwargs["server_hostname"] = creds.tls_server_name
         self.pool = urllib3.PoolManager(num_pools=4, **kwargs)
+        self.pool.pool_classes_by_scheme = {"http": _HTTPConnectionPool, "https": _HTTPSConnectionPool}
         restclient_metrics.transport_created()
 
     @classmethod
