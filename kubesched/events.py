@@ -164,15 +164,13 @@ class EventBroadcaster:
 
     # -- one event ------------------------------------------------------------------------
 
-    def _send(self, controller: str, obj: dict, type_: str, reason: str, action: str, note: str,
+    def _send(self, controller: str, regarding: tuple, type_: str, reason: str, action: str, note: str,
               ts: float) -> None:
+        """One event about regarding (regarding_of's tuple)."""
         if self.client is None:
             return
-        meta = obj.get("metadata") or {}
-        namespace = meta.get("namespace") or "default"
+        namespace, name = regarding[2], regarding[3]
         reporting_instance = f"{controller}-{self.instance}"
-        regarding = (obj.get("apiVersion", "v1"), obj.get("kind", "Pod"), namespace, meta.get("name"),
-                     meta.get("uid"), meta.get("resourceVersion"))  # in _REGARDING's order
         key = (type_, action, reason, controller, reporting_instance, regarding)
         cached = self.cache.get(key)
         if cached is not None:
@@ -184,12 +182,22 @@ class EventBroadcaster:
             cached.last_observed = self.clock()
             self._write_series(key, cached)
             return
-        cached = self.cache[key] = _Cached(f"{meta.get('name', 'unknown')}.{int(ts * 1e9):x}", namespace, ts, note)
+        cached = self.cache[key] = _Cached(f"{name or 'unknown'}.{int(ts * 1e9):x}", namespace, ts, note)
         self.client.create_event(namespace, _event(key, cached))
         self.sent += 1
 
 
 _REGARDING = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion")
+
+
+def regarding_of(obj: dict) -> tuple:
+    """The object an event is about, as an ObjectReference's fields in _REGARDING's order.
+    Taken when the event is recorded, as client-go's recorder takes its reference: an event
+    waiting to be sent holds these few strings, not the object (a pod waiting behind a burst
+    of events would keep every version of itself alive until its event is sent)."""
+    meta = obj.get("metadata") or {}
+    return (obj.get("apiVersion", "v1"), obj.get("kind", "Pod"), meta.get("namespace") or "default",
+            meta.get("name"), meta.get("uid"), meta.get("resourceVersion"))
 
 
 def _event(key: tuple, cached: _Cached) -> dict:
@@ -214,4 +222,4 @@ class EventRecorder:
         self.controller = controller
 
     def eventf(self, obj_raw: dict, type_: str, reason: str, action: str, message: str) -> None:
-        self.broadcaster.submit((self.controller, obj_raw, type_, reason, action, message, time.time()))
+        self.broadcaster.submit((self.controller, regarding_of(obj_raw), type_, reason, action, message, time.time()))

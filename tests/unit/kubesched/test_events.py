@@ -1,10 +1,12 @@
 """Events: events.k8s.io/v1 objects as kube-scheduler writes them, repeats folded into a
 series keyed and timed as client-go's tools/events broadcaster (v0.37.1) does it."""
 
+import sys
+
 from kubesched_fakes import FakeClient, pod_raw
 
 from kubesched.client import ApiError
-from kubesched.events import FINISH_TIME, REFRESH_TIME, EventBroadcaster, micro_time
+from kubesched.events import FINISH_TIME, REFRESH_TIME, EventBroadcaster, micro_time, regarding_of
 
 
 class Clock:
@@ -24,7 +26,7 @@ def make():
 
 
 def failed(broadcaster, pod, note="0/1 nodes", ts=None):
-    broadcaster._send("my-scheduler", pod, "Warning", "FailedScheduling", "Scheduling", note,
+    broadcaster._send("my-scheduler", regarding_of(pod), "Warning", "FailedScheduling", "Scheduling", note,
                       broadcaster.clock() if ts is None else ts)
 
 
@@ -112,5 +114,22 @@ def test_scheduled_event_after_failures_is_its_own_event():
     client, clock, broadcaster = make()
     pod = pod_raw("web", uid="u-1")
     failed(broadcaster, pod)
-    broadcaster._send("my-scheduler", pod, "Normal", "Scheduled", "Binding", "Successfully assigned", 101.0)
+    broadcaster._send("my-scheduler", regarding_of(pod), "Normal", "Scheduled", "Binding", "Successfully assigned",
+                      101.0)
     assert [e.get("reason") for e in client.events] == ["FailedScheduling", "Scheduled"]
+
+
+def test_an_event_waiting_to_be_sent_keeps_a_reference_not_the_object():
+    """A burst of events waits in the queue; each keeps the regarding object's reference
+    fields, not the pod (whose old versions would otherwise stay alive until it is sent)."""
+    client, _clock, broadcaster = make()
+    pod = pod_raw("web", uid="u-1")
+    held = sys.getrefcount(pod)
+    broadcaster.recorder("my-scheduler").eventf(pod, "Normal", "Scheduled", "Binding", "Successfully assigned")
+    assert sys.getrefcount(pod) == held
+    item = broadcaster.pending.get_nowait()
+    assert item[1] == ("v1", "Pod", "default", "web", "u-1", pod["metadata"].get("resourceVersion"))
+    broadcaster._send(*item)
+    (event,) = client.events
+    assert event["regarding"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "web",
+                                  "uid": "u-1", "resourceVersion": pod["metadata"].get("resourceVersion")}

@@ -181,7 +181,7 @@ def bound(sched):
 
 
 def failures(sched):
-    return {item[1]["metadata"]["name"]: item[5] for item in list(sched.broadcaster.pending.queue)
+    return {item[1][3]: item[5] for item in list(sched.broadcaster.pending.queue)
             if item[3] == "FailedScheduling"}
 
 
