@@ -322,6 +322,7 @@ def child_main() -> None:
     """Entry point of a child: its socket's fd is the last argument (its name, before it, is there
     for ps and /proc only), its settings the first message."""
     gctuning.tune()
+    gctuning.return_free_memory()
     conn = Connection(int(sys.argv[-1]))
     try:
         name, verbosity, *init = conn.recv()

@@ -353,6 +353,7 @@ def parse_flags(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def cmd_run(argv: list[str]) -> int:
     gctuning.tune()
+    gctuning.return_free_memory()
     try:
         args, warnings = parse_flags(argv)
     except flags.FlagError as err:

@@ -17,19 +17,60 @@ comes). kubesched therefore:
   them would outlive its use, and informer objects are plain JSON data without cycles.
 
 Neither changes what is freed, only when the collector looks for cycles.
+
+What is freed goes back to the C allocator, which keeps it. Objects of more than 512 bytes (a
+pod's dicts and strings, a watch page) come from glibc's heaps, and a freed chunk in the middle
+of a heap stays in the process's RSS until glibc is asked to give it back: as pods are replaced
+by their newer versions, RSS climbs to the most the process ever held and stays there, whatever
+it holds now. Go's runtime gives free memory back to the system as a matter of course (its
+scavenger); here a thread calls glibc's malloc_trim every TRIM_INTERVAL_S, which releases the
+free pages of every heap (a few milliseconds). Where the C library is not glibc, nothing is
+done. Python's own small-object arenas are given back by Python when they empty.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import threading
+import time
+from typing import Callable
 
 GEN0_THRESHOLD = 20_000
+TRIM_INTERVAL_S = 60.0
 
 
 def tune() -> None:
     """Set the collector's thresholds; called first thing in every kubesched process."""
     _gen0, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GEN0_THRESHOLD, gen1, gen2)
+
+
+def malloc_trim() -> Callable[[], None] | None:
+    """glibc's malloc_trim(0) as a function, or None where the C library has none."""
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return lambda: trim(0)
+
+
+def return_free_memory(interval: float = TRIM_INTERVAL_S) -> threading.Thread | None:
+    """Start the thread that gives the C allocator's free pages back every interval seconds
+    (for a scheduler's processes, which run for months); None where there is no malloc_trim."""
+    trim = malloc_trim()
+    if trim is None:
+        return None
+
+    def run() -> None:
+        while True:
+            time.sleep(interval)
+            trim()
+
+    thread = threading.Thread(target=run, name="malloc-trim", daemon=True)
+    thread.start()
+    return thread
 
 
 def freeze_synced() -> None:
