@@ -36,12 +36,12 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from kubesched import gctuning, jsoncodec, klog, restclient_metrics
 from kubesched.client import ApiClient, ClusterCredentials
-from kubesched.workers import WorkerPool
 
 if TYPE_CHECKING:
     from kubesched.backend.informer import Informer
@@ -403,15 +403,13 @@ def _writer_main(conn: Connection, creds: ClusterCredentials, pool_size: int, us
             except OSError:
                 os._exit(0)
 
-    # As many threads as the client has connections, all started now: the writer's threads
-    # stay as many from its start to its end, whatever concurrency a fault brings.
-    pool = WorkerPool(pool_size, "write")
-    while True:
-        try:
-            request = conn.recv()
-        except (EOFError, OSError):
-            os._exit(0)
-        pool.submit(perform, *request)
+    with ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="write") as pool:
+        while True:
+            try:
+                request = conn.recv()
+            except (EOFError, OSError):
+                os._exit(0)
+            pool.submit(perform, *request)
 
 
 def _encode_answer(request_id: int, status: int, payload: bytes) -> bytes:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, NamedTuple
 
@@ -270,6 +271,7 @@ class DefaultPreemption:
         self._preempting: set[str] = set()
         self._last_victims: dict[str, tuple[str, str]] = {}
         self._preempting_lock = threading.Lock()
+        self._background: ThreadPoolExecutor | None = None
 
     # --- PreEnqueue and events (SchedulerAsyncPreemption) --------------------------------
 
@@ -689,7 +691,10 @@ class DefaultPreemption:
             return
         with self._preempting_lock:
             self._preempting.add(pod.uid)
-        self.handle.parallelizer.go(self._preempt_in_background, candidate.name, pod, victims)
+            if self._background is None:
+                self._background = ThreadPoolExecutor(max_workers=max(1, self.handle.parallelism),
+                                                      thread_name_prefix="preemption")
+        self._background.submit(self._preempt_in_background, candidate.name, pod, victims)
 
     def _preempt_in_background(self, node_name: str, pod: PodInfo, victims: list[PodInfo]) -> None:
         start = time.perf_counter()
@@ -730,7 +735,11 @@ class DefaultPreemption:
 
     def evict(self, node_name: str, preemptor: "Preemptor", victims: list[PodInfo]) -> None:
         """Preempt the victims side by side; the first failure is raised."""
-        self.handle.parallelizer.until(victims, lambda victim: self.preempt_pod(node_name, preemptor, victim))
+        if not victims:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, min(len(victims), self.handle.parallelism))) as pool:
+            for future in [pool.submit(self.preempt_pod, node_name, preemptor, v) for v in victims]:
+                future.result()
 
     def preempt_pod(self, node_name: str, preemptor: "Preemptor", victim: PodInfo) -> bool:
         """Executor.PreemptPod: a victim waiting on Permit is rejected in memory (True); any

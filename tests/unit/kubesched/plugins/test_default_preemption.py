@@ -6,7 +6,6 @@ from plugin_builders import FakeHandle, make_node, make_pod, place
 
 from kubesched import metrics
 from kubesched.framework.interface import ActionType, Code, CycleState, EventResource, PluginArgsError, Status
-from kubesched.framework.parallelize import Parallelizer
 from kubesched.plugins.default_preemption import (
     POD,
     POD_GROUP,
@@ -416,23 +415,3 @@ def test_the_deletion_event_is_registered_only_with_async_preemption():
     (event,) = plugin.events_to_register()
     assert event.resource == EventResource.ASSIGNED_POD and event.action == ActionType.DELETE
     assert event.hint(make_pod("hi"), {"spec": {"nodeName": "node1"}}, None) is False
-
-
-def test_preemptions_run_on_the_handle_s_threads_and_add_none():
-    """The evictions run on the Handle's Parallelizer (the scheduler's, started with it): a
-    preemption with its victims held adds no thread (the soak's thread check)."""
-    victims = [low(f"p{i}", i) for i in range(1, 5)]
-    plugin, handle, _unused = setup({"node1": victims}, async_preemption=True)
-    handle.parallelizer = Parallelizer(4)
-    try:
-        before = threading.active_count()
-        handle.add("pods", *(v.raw for v in victims))
-        started, release = hold_deletes(handle.client, [v.name for v in victims])
-        preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "2"}]))
-        wait_for(lambda: sum(event.is_set() for event in started.values()) == 3)  # all but the last at once
-        assert threading.active_count() == before
-        for event in release.values():
-            event.set()
-        wait_for(lambda: sorted(deleted(handle)) == ["p1", "p2", "p3", "p4"])
-    finally:
-        handle.parallelizer.shutdown()
