@@ -207,10 +207,10 @@ class _ClosesIdleConnections:
     _next_sweep = 0.0
 
     def _put_conn(self, conn):  # urllib3's HTTPConnectionPool._put_conn
+        now = time.monotonic()  # one clock read per request: this is every request's path
         if conn is not None:
-            conn.kubesched_idle_since = time.monotonic()
+            conn.kubesched_idle_since = now
         super()._put_conn(conn)
-        now = time.monotonic()
         if now >= self._next_sweep:
             self._next_sweep = now + IDLE_CONN_TIMEOUT_S / 3
             self._close_idle(now)
