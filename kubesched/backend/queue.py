@@ -619,10 +619,16 @@ class SchedulingQueue:
                 self._place(entry, ACTIVE, EVENT_BACKOFF_COMPLETE)
 
     def flush_unschedulable_leftover(self) -> None:
+        """Pods left unschedulable longer than max_in_unschedulable go on (upstream
+        flushUnschedulableEntitiesLeftover); gated ones too, through PreEnqueue again, so a pod
+        whose gate opened without an event that says so does not wait for ever."""
         with self.cond:
             now = self.clock()
-            for entry in [e for e in self.unschedulable.values() if not e.gated_by]:
-                if now - entry.unschedulable_since > self.max_in_unschedulable:
+            for entry in [e for e in self.unschedulable.values() if now - e.unschedulable_since > self.max_in_unschedulable]:
+                if entry.gated_by:
+                    self._unplace(entry)
+                    self._enqueue_new(entry, EVENT_UNSCHEDULABLE_TIMEOUT)
+                else:
                     self._requeue(entry, EVENT_UNSCHEDULABLE_TIMEOUT)
 
     def run_flushers(self, stop: threading.Event) -> threading.Thread:

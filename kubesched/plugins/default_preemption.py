@@ -30,7 +30,13 @@ goes on while the lower nominations are cleared and the victims evicted, all but
 by side, then the last. Meanwhile the preemptor waits at PreEnqueue: until its last victim is
 deleted or terminating, so the deletion events that requeue it find it ready. A failed
 eviction, or a last victim preempted in memory (no deletion event to come), activates the
-preemptor. A PodGroup's victims are still evicted before PodGroupPostFilter returns. With the
+preemptor. So does the end of a preemption whose preemptor PreEnqueue held back while the last
+victim's deletion came and went before that victim was known: a victim an earlier attempt had
+already set terminating is deleted by kwok or the kubelet at any moment, and no later event
+would let the preemptor go (upstream waits for its five-minute flush). A preemptor whose earlier
+preemption is still finishing when the next one starts (the earlier one's last victim is
+terminating, which ends the wait) keeps the newer one's state: each preemption ends only its
+own. A PodGroup's victims are still evicted before PodGroupPostFilter returns. With the
 gate off, every eviction happens before PostFilter returns.
 """
 
@@ -243,6 +249,27 @@ def check(status: Status | None) -> None:
 PodGroupSimulation = Callable[[], "tuple[list[tuple[PodInfo, str, Any]], Status | None]"]
 
 
+class AsyncPreemption:
+    """One preemptor's evictions, running in the background (SchedulerAsyncPreemption)."""
+
+    __slots__ = ("last_victim", "held_back")
+
+    def __init__(self) -> None:
+        # The last victim's "namespace/name", once the others are evicted (upstream's
+        # lastVictimsPendingPreemption).
+        self.last_victim: str | None = None
+        # PreEnqueue's last answer to the preemptor was to wait.
+        self.held_back = False
+
+    def waits(self, informers) -> bool:
+        """IsPodRunningPreemption for a running one: the last victim is not known yet, or is
+        neither gone from the pods informer nor terminating."""
+        if self.last_victim is None:
+            return True
+        victim = informers.get("pods", self.last_victim)
+        return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
+
+
 class DefaultPreemption:
     name = "DefaultPreemption"
     INFORMERS = ("poddisruptionbudgets",)
@@ -265,11 +292,9 @@ class DefaultPreemption:
         # The first node tried; random as upstream so that preemptors spread over nodes.
         self.random_offset: Callable[[int], int] = random.randrange
         self.clock: Callable[[], float] = time.time
-        # SchedulerAsyncPreemption: the preemptors whose evictions run in the background, and
-        # for each one already at its last victim, that victim's (namespace, name).
+        # SchedulerAsyncPreemption: the preemptors whose evictions run in the background.
         self.async_preemption = handle.async_preemption
-        self._preempting: set[str] = set()
-        self._last_victims: dict[str, tuple[str, str]] = {}
+        self._preempting: dict[str, AsyncPreemption] = {}
         self._preempting_lock = threading.Lock()
         self._background: ThreadPoolExecutor | None = None
 
@@ -277,8 +302,15 @@ class DefaultPreemption:
 
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
         """A pod whose preemption still runs in the background waits (upstream PreEnqueue)."""
-        if pod.uid not in self._preempting or not self.is_pod_running_preemption(pod.uid):  # hot path
+        if pod.uid not in self._preempting:  # hot path
             return None
+        with self._preempting_lock:
+            running = self._preempting.get(pod.uid)
+            if running is None:
+                return None
+            running.held_back = running.waits(self.handle.informers)
+            if not running.held_back:
+                return None
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION, plugin=self.name)
 
     def events_to_register(self) -> list[ClusterEvent]:
@@ -292,13 +324,8 @@ class DefaultPreemption:
         """IsPodRunningPreemption: its evictions run, and its last victim (once it got there)
         is neither gone from the pods informer nor terminating."""
         with self._preempting_lock:
-            if uid not in self._preempting:
-                return False
-            last = self._last_victims.get(uid)
-        if last is None:
-            return True
-        victim = self.handle.informers.get("pods", f"{last[0]}/{last[1]}")
-        return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
+            running = self._preempting.get(uid)
+            return running is not None and running.waits(self.handle.informers)
 
     # --- PodGroupPostFilter (GenericWorkload; upstream's PodGroupEvaluator) ---------------
 
@@ -689,14 +716,16 @@ class DefaultPreemption:
         victims = [v for v in candidate.victims if not v.deleting]
         if not victims:
             return
+        running = AsyncPreemption()
         with self._preempting_lock:
-            self._preempting.add(pod.uid)
+            self._preempting[pod.uid] = running
             if self._background is None:
                 self._background = ThreadPoolExecutor(max_workers=max(1, self.handle.parallelism),
                                                       thread_name_prefix="preemption")
-        self._background.submit(self._preempt_in_background, candidate.name, pod, victims)
+        self._background.submit(self._preempt_in_background, candidate.name, pod, victims, running)
 
-    def _preempt_in_background(self, node_name: str, pod: PodInfo, victims: list[PodInfo]) -> None:
+    def _preempt_in_background(self, node_name: str, pod: PodInfo, victims: list[PodInfo],
+                               running: AsyncPreemption) -> None:
         start = time.perf_counter()
         preemptor = Preemptor.of_pod(pod)
         failed = last_in_memory = False
@@ -715,7 +744,7 @@ class DefaultPreemption:
             else:
                 last = victims[-1]
                 with self._preempting_lock:
-                    self._last_victims[pod.uid] = (last.namespace, last.name)
+                    running.last_victim = last.key
                 try:
                     last_in_memory = self.preempt_pod(node_name, preemptor, last)
                 except Exception as err:  # noqa: BLE001 - reported; the preemptor is activated
@@ -724,12 +753,18 @@ class DefaultPreemption:
                     failed = True
         finally:
             with self._preempting_lock:
-                self._preempting.discard(pod.uid)
-                self._last_victims.pop(pod.uid, None)
+                # A newer preemption of the same pod may have started meanwhile: it is its own.
+                latest = self._preempting.get(pod.uid) is running
+                if latest:
+                    del self._preempting[pod.uid]
+                # Held back with its last victim's deletion already seen (or not to come):
+                # no event will let it go.
+                missed = latest and running.held_back and (
+                    running.last_victim is None or self.handle.informers.get("pods", running.last_victim) is None)
             result = "error" if failed else "success"
             metrics.preemption_goroutines_duration.labels(result).observe(time.perf_counter() - start)
             metrics.preemption_goroutines_execution.labels(result).inc()
-            if failed or last_in_memory:
+            if failed or last_in_memory or missed:
                 # No deletion event may come to requeue it.
                 self.handle.activate([pod])
 

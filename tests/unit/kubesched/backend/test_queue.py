@@ -441,6 +441,36 @@ def test_a_pod_gated_after_its_attempt_is_requeued_by_the_plugins_that_rejected_
     assert q.where(p.uid) == ACTIVE
 
 
+def test_a_gated_pod_whose_gate_opened_without_an_event_goes_at_the_five_minute_flush(clock):
+    waiting: set = set()
+    q = preemption_queue(clock, waiting)
+    q.add(pod("hi", cpu="2"))
+    q.add(pod("still", cpu="2"))
+    hi, still = q.pop(timeout=0), q.pop(timeout=0)
+    waiting.update((hi.uid, still.uid))
+    for p in (hi, still):
+        q.done(p.uid)
+        fail(q, p, "FakeCpuFit")
+    q.move_all_to_active_or_backoff(POD_DELETE)  # a first victim gone, the preemptions still running
+    assert q.where(hi.uid) == q.where(still.uid) == GATED
+    waiting.discard(hi.uid)  # the gate opened, and no event came to say so
+    clock.now += 299
+    q.flush_unschedulable_leftover()
+    assert q.where(hi.uid) == GATED
+    clock.now += 2
+    q.flush_unschedulable_leftover()
+    assert q.where(hi.uid) == ACTIVE and q.where(still.uid) == GATED
+    assert q.counts[GATED] == 1 and q.counts[ACTIVE] == 1
+    # One still held back is asked again five minutes later, not at every flush.
+    waiting.clear()
+    clock.now += 30
+    q.flush_unschedulable_leftover()
+    assert q.where(still.uid) == GATED
+    clock.now += 300
+    q.flush_unschedulable_leftover()
+    assert q.where(still.uid) == ACTIVE
+
+
 def test_activate_moves_a_waiting_pod_past_its_backoff_and_marks_one_in_flight(clock):
     waiting: set = set()
     q = preemption_queue(clock, waiting)

@@ -9,6 +9,7 @@ from kubesched.framework.interface import ActionType, Code, CycleState, EventRes
 from kubesched.plugins.default_preemption import (
     POD,
     POD_GROUP,
+    Candidate,
     DefaultPreemption,
     Victim,
     filter_victims_with_pdb_violation,
@@ -384,6 +385,61 @@ def test_a_terminating_last_victim_ends_the_wait():
                                                     "deletionTimestamp": "2026-01-01T00:00:01Z"}})
     assert plugin.pre_enqueue(hi) is None
     release[last].set()
+
+
+def test_a_preemptor_held_back_before_its_last_victim_was_known_is_activated_when_that_victim_is_gone():
+    """The last victim was already terminating (an earlier attempt's) and its deletion was seen
+    while PreEnqueue still had no last victim to look at: no event will come to let it go."""
+    victims = {"p1": low("p1", 1), "p2": low("p2", 2)}
+    plugin, handle, _unused = setup({"node1": list(victims.values())}, async_preemption=True)
+    handle.add("pods", *(v.raw for v in victims.values()))
+    started, release = hold_deletes(handle.client, victims)
+    activated = []
+    handle.activate = activated.extend
+    succeeded = goroutines("success")
+    hi = make_pod("hi", priority=10, reqs=[{"cpu": "2"}])
+    preempt(plugin, handle, hi)
+    wait_for(lambda: any(event.is_set() for event in started.values()))
+    first = next(name for name, event in started.items() if event.is_set())
+    last = next(name for name in victims if name != first)
+    handle.informers.remove("pods", victims[last].raw)  # deleted by the kubelet (or kwok) meanwhile
+    assert plugin.pre_enqueue(hi) is not None  # held back: the last victim is not known yet
+    release[first].set()
+    release[last].set()
+    wait_for(lambda: goroutines("success") == succeeded + 1)
+    assert activated == [hi] and plugin.pre_enqueue(hi) is None
+
+
+def test_a_preemption_ends_only_its_own_wait_not_a_newer_one_of_the_same_pod():
+    """The last victim of the first attempt is terminating, which lets the preemptor go; its
+    next attempt preempts again before the first one's background work has ended."""
+    victims = {"p1": low("p1", 1, cpu="2"), "p2": low("p2", 1, cpu="2")}
+    plugin, handle, _unused = setup({"node1": [victims["p1"]], "node2": [victims["p2"]]}, async_preemption=True)
+    handle.add("pods", *(v.raw for v in victims.values()))
+    started, release = hold_deletes(handle.client, victims)
+    activated = []
+    handle.activate = activated.extend
+    succeeded = goroutines("success")
+    hi = make_pod("hi", priority=10, reqs=[{"cpu": "2"}])
+    preempt(plugin, handle, hi)
+    wait_for(lambda: any(event.is_set() for event in started.values()))
+    first = "p1" if started["p1"].is_set() else "p2"
+    second = "p2" if first == "p1" else "p1"
+    terminating = victims[first].raw
+    handle.add("pods", {**terminating, "metadata": {**terminating["metadata"],
+                                                    "deletionTimestamp": "2026-01-01T00:00:01Z"}})
+    assert plugin.pre_enqueue(hi) is None
+    plugin.prepare_candidate_async(Candidate(f"node{second[1]}", [victims[second]], 0), hi)
+    assert started[second].wait(5)
+    release[first].set()
+    wait_for(lambda: goroutines("success") == succeeded + 1)
+    waiting = plugin.pre_enqueue(hi)  # the second attempt's victim is still there
+    assert waiting is not None and waiting.message() == "waiting for the preemption for this pod to be finished"
+    assert activated == []
+    handle.informers.remove("pods", victims[second].raw)
+    release[second].set()
+    wait_for(lambda: goroutines("success") == succeeded + 2)
+    assert plugin.pre_enqueue(hi) is None and sorted(deleted(handle)) == ["p1", "p2"]
 
 
 def test_a_failed_async_eviction_spares_the_last_victim_and_activates_the_preemptor():
