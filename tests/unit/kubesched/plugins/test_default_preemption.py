@@ -333,13 +333,32 @@ def wait_for(condition, seconds=5.0):
         time.sleep(0.01)
 
 
-def test_async_preemption_returns_at_once_and_the_preemptor_waits_until_its_last_victim_goes():
-    victims = {"p1": low("p1", 1), "p2": low("p2", 2)}
-    plugin, handle, _unused = setup({"node1": list(victims.values())}, async_preemption=True)
-    handle.add("pods", *(v.raw for v in victims.values()))
-    started, release = hold_deletes(handle.client, victims)
+def held_async_preemption(node_pods):
+    """An async-preemption plugin whose victims (the pods of node_pods, in the pods informer too)
+    are deleted only once released; activations are collected."""
+    plugin, handle, _unused = setup(node_pods, async_preemption=True)
+    victims = [pod for pods in node_pods.values() for pod in pods]
+    handle.add("pods", *(v.raw for v in victims))
+    started, release = hold_deletes(handle.client, [v.name for v in victims])
     activated = []
     handle.activate = activated.extend
+    return plugin, handle, started, release, activated
+
+
+def terminating(pod):
+    """The pod as the informer has it once its deletion began."""
+    return {**pod.raw, "metadata": {**pod.raw["metadata"], "deletionTimestamp": "2026-01-01T00:00:01Z"}}
+
+
+def first_started(started):
+    """The victim whose delete call began first (all but the last begin side by side)."""
+    wait_for(lambda: any(event.is_set() for event in started.values()))
+    return next(name for name, event in started.items() if event.is_set())
+
+
+def test_async_preemption_returns_at_once_and_the_preemptor_waits_until_its_last_victim_goes():
+    victims = {"p1": low("p1", 1), "p2": low("p2", 2)}
+    plugin, handle, started, release, activated = held_async_preemption({"node1": list(victims.values())})
     succeeded = goroutines("success")
     hi = make_pod("hi", priority=10, reqs=[{"cpu": "2"}], uid="uid-hi")
 
@@ -351,8 +370,7 @@ def test_async_preemption_returns_at_once_and_the_preemptor_waits_until_its_last
     assert waiting.message() == "waiting for the preemption for this pod to be finished"
     assert plugin.pre_enqueue(make_pod("other", priority=10)) is None
     # All but the last side by side, then the last once they are done.
-    wait_for(lambda: any(event.is_set() for event in started.values()))
-    first = next(name for name, event in started.items() if event.is_set())
+    first = first_started(started)
     last = next(name for name in victims if name != first)
     time.sleep(0.05)
     assert not started[last].is_set()
@@ -369,20 +387,15 @@ def test_async_preemption_returns_at_once_and_the_preemptor_waits_until_its_last
 
 
 def test_a_terminating_last_victim_ends_the_wait():
-    victims = [low("p1", 1), low("p2", 2)]
-    plugin, handle, _unused = setup({"node1": victims}, async_preemption=True)
-    handle.add("pods", *(v.raw for v in victims))
-    started, release = hold_deletes(handle.client, ["p1", "p2"])
+    victims = {"p1": low("p1", 1), "p2": low("p2", 2)}
+    plugin, handle, started, release, _activated = held_async_preemption({"node1": list(victims.values())})
     hi = make_pod("hi", priority=10, reqs=[{"cpu": "2"}])
     preempt(plugin, handle, hi)
-    wait_for(lambda: any(event.is_set() for event in started.values()))
-    first = "p1" if started["p1"].is_set() else "p2"
-    last = "p2" if first == "p1" else "p1"
+    first = first_started(started)
+    last = next(name for name in victims if name != first)
     release[first].set()
     assert started[last].wait(5)
-    terminating = next(v for v in victims if v.name == last).raw
-    handle.add("pods", {**terminating, "metadata": {**terminating["metadata"],
-                                                    "deletionTimestamp": "2026-01-01T00:00:01Z"}})
+    handle.add("pods", terminating(victims[last]))
     assert plugin.pre_enqueue(hi) is None
     release[last].set()
 
@@ -391,16 +404,11 @@ def test_a_preemptor_held_back_before_its_last_victim_was_known_is_activated_whe
     """The last victim was already terminating (an earlier attempt's) and its deletion was seen
     while PreEnqueue still had no last victim to look at: no event will come to let it go."""
     victims = {"p1": low("p1", 1), "p2": low("p2", 2)}
-    plugin, handle, _unused = setup({"node1": list(victims.values())}, async_preemption=True)
-    handle.add("pods", *(v.raw for v in victims.values()))
-    started, release = hold_deletes(handle.client, victims)
-    activated = []
-    handle.activate = activated.extend
+    plugin, handle, started, release, activated = held_async_preemption({"node1": list(victims.values())})
     succeeded = goroutines("success")
     hi = make_pod("hi", priority=10, reqs=[{"cpu": "2"}])
     preempt(plugin, handle, hi)
-    wait_for(lambda: any(event.is_set() for event in started.values()))
-    first = next(name for name, event in started.items() if event.is_set())
+    first = first_started(started)
     last = next(name for name in victims if name != first)
     handle.informers.remove("pods", victims[last].raw)  # deleted by the kubelet (or kwok) meanwhile
     assert plugin.pre_enqueue(hi) is not None  # held back: the last victim is not known yet
@@ -414,20 +422,14 @@ def test_a_preemption_ends_only_its_own_wait_not_a_newer_one_of_the_same_pod():
     """The last victim of the first attempt is terminating, which lets the preemptor go; its
     next attempt preempts again before the first one's background work has ended."""
     victims = {"p1": low("p1", 1, cpu="2"), "p2": low("p2", 1, cpu="2")}
-    plugin, handle, _unused = setup({"node1": [victims["p1"]], "node2": [victims["p2"]]}, async_preemption=True)
-    handle.add("pods", *(v.raw for v in victims.values()))
-    started, release = hold_deletes(handle.client, victims)
-    activated = []
-    handle.activate = activated.extend
+    plugin, handle, started, release, activated = held_async_preemption(
+        {"node1": [victims["p1"]], "node2": [victims["p2"]]})
     succeeded = goroutines("success")
     hi = make_pod("hi", priority=10, reqs=[{"cpu": "2"}])
     preempt(plugin, handle, hi)
-    wait_for(lambda: any(event.is_set() for event in started.values()))
-    first = "p1" if started["p1"].is_set() else "p2"
+    first = first_started(started)
     second = "p2" if first == "p1" else "p1"
-    terminating = victims[first].raw
-    handle.add("pods", {**terminating, "metadata": {**terminating["metadata"],
-                                                    "deletionTimestamp": "2026-01-01T00:00:01Z"}})
+    handle.add("pods", terminating(victims[first]))
     assert plugin.pre_enqueue(hi) is None
     plugin.prepare_candidate_async(Candidate(f"node{second[1]}", [victims[second]], 0), hi)
     assert started[second].wait(5)
