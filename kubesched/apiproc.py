@@ -36,12 +36,12 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from kubesched import gctuning, jsoncodec, klog, restclient_metrics
 from kubesched.client import ApiClient, ClusterCredentials
+from kubesched.workers import started_executor
 
 if TYPE_CHECKING:
     from kubesched.backend.informer import Informer
@@ -403,7 +403,9 @@ def _writer_main(conn: Connection, creds: ClusterCredentials, pool_size: int, us
             except OSError:
                 os._exit(0)
 
-    with ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="write") as pool:
+    # As many threads as the client has connections, all started now: the writer's threads
+    # stay as many from its start to its end, whatever concurrency a fault brings.
+    with started_executor(pool_size, "write") as pool:
         while True:
             try:
                 request = conn.recv()

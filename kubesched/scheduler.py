@@ -32,6 +32,7 @@ from kubesched.eventhandlers import EventHandlers
 from kubesched.events import EventBroadcaster
 from kubesched.extender import build_extenders
 from kubesched.framework.interface import ClusterEvent
+from kubesched.framework.parallelize import Parallelizer
 from kubesched.framework.runtime import Framework, build_frameworks
 from kubesched.framework.snapshot import Snapshot
 from kubesched.plugins.outoftree import full_registry
@@ -63,13 +64,17 @@ class Scheduler(EventHandlers, SchedulingCycle):
         if self.pod_groups is not None:
             metrics.register_generic_workload()
         self.frameworks: dict[str, Framework] = {}
+        # Every profile's plugins share these threads; started now, standing by or not, so the
+        # thread count does not step up at the first preemption.
+        self.parallelizer = Parallelizer(cfg.parallelism)
         for profile in cfg.profiles:
             self.frameworks.update(build_frameworks(
                 [profile], full_registry() if registry is None else registry, client=client,
                 informers=self.informers, volumes=self.volumes, dra=self.dra, nominator=self.nominator,
                 extenders=self.extenders, event_recorder=self.broadcaster.recorder(profile.scheduler_name),
                 parallelism=cfg.parallelism, batching=self.feature_gates["OpportunisticBatching"],
-                pod_groups=self.pod_groups, async_preemption=self.feature_gates["SchedulerAsyncPreemption"]))
+                pod_groups=self.pod_groups, async_preemption=self.feature_gates["SchedulerAsyncPreemption"],
+                parallelizer=self.parallelizer))
         for fwk in self.frameworks.values():
             fwk.set_snapshot(self.snapshot)
         first = next(iter(self.frameworks.values()))
@@ -134,4 +139,5 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self.queue.close()
         self.bind_pool.shutdown(wait=True, cancel_futures=False)
         self.api_dispatcher.close(timeout)
+        self.parallelizer.shutdown(wait=False)
         self.broadcaster.shutdown(timeout)

@@ -22,6 +22,7 @@ from kubesched.dra.manager import DRAManager
 from kubesched.events import EventRecorder
 from kubesched.extender import HTTPExtender
 from kubesched.framework.interface import CycleState, Status
+from kubesched.framework.parallelize import Parallelizer
 from kubesched.framework.snapshot import Snapshot
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.framework.waiting_pods import WaitingPod, WaitingPodsMap
@@ -41,7 +42,7 @@ class Handle:
                  nominator: Nominator | None = None, event_recorder: EventRecorder | None = None,
                  extenders: list[HTTPExtender] | None = None, parallelism: int = 16,
                  snapshot: Snapshot | None = None, pod_groups: PodGroups | None = None,
-                 async_preemption: bool = False):
+                 async_preemption: bool = False, parallelizer: Parallelizer | None = None):
         # The API client (kubesched/client.py): bind, delete_pod, patch_pod_status, request, ...
         self.client = client
         # Listers of every watched resource: get(resource, key), list(resource, namespace).
@@ -56,6 +57,9 @@ class Handle:
         # The scheduler's extenders (Handle.Extenders()): preemption asks them about victims.
         self.extenders: list[HTTPExtender] = list(extenders or ())
         self.parallelism = parallelism
+        # Threads for plugins' parallel and background work (upstream Handle.Parallelizer()):
+        # the scheduler's, shared by its profiles, or one started at its first use.
+        self.parallelizer = parallelizer if parallelizer is not None else Parallelizer(parallelism, lazy=True)
         # The pods of each PodGroup (GenericWorkload): None with the gate off.
         self.pod_groups = pod_groups
         # Set when the scheduler stops; long waits in plugins (VolumeBinding's PreBind) end then.

@@ -39,6 +39,7 @@ from kubesched.framework.interface import (
     PreFilterResult,
     Status,
 )
+from kubesched.framework.parallelize import Parallelizer
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.framework.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, permit_outcome
 
@@ -64,10 +65,10 @@ class Framework(Handle):
                  dra: DRAManager | None = None, nominator: Nominator | None = None,
                  event_recorder: EventRecorder | None = None, extenders: list[HTTPExtender] | None = None,
                  parallelism: int = 16, batching: bool = False, pod_groups: PodGroups | None = None,
-                 async_preemption: bool = False):
+                 async_preemption: bool = False, parallelizer: Parallelizer | None = None):
         super().__init__(client=client, informers=informers, volumes=volumes, dra=dra, nominator=nominator,
                          event_recorder=event_recorder, extenders=extenders, parallelism=parallelism,
-                         pod_groups=pod_groups, async_preemption=async_preemption)
+                         pod_groups=pod_groups, async_preemption=async_preemption, parallelizer=parallelizer)
         self.profile_name = profile.scheduler_name
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.plugins: dict[str, Any] = {}

@@ -45,7 +45,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, NamedTuple
 
@@ -296,7 +295,6 @@ class DefaultPreemption:
         self.async_preemption = handle.async_preemption
         self._preempting: dict[str, AsyncPreemption] = {}
         self._preempting_lock = threading.Lock()
-        self._background: ThreadPoolExecutor | None = None
 
     # --- PreEnqueue and events (SchedulerAsyncPreemption) --------------------------------
 
@@ -719,10 +717,7 @@ class DefaultPreemption:
         running = AsyncPreemption()
         with self._preempting_lock:
             self._preempting[pod.uid] = running
-            if self._background is None:
-                self._background = ThreadPoolExecutor(max_workers=max(1, self.handle.parallelism),
-                                                      thread_name_prefix="preemption")
-        self._background.submit(self._preempt_in_background, candidate.name, pod, victims, running)
+        self.handle.parallelizer.go(self._preempt_in_background, candidate.name, pod, victims, running)
 
     def _preempt_in_background(self, node_name: str, pod: PodInfo, victims: list[PodInfo],
                                running: AsyncPreemption) -> None:
@@ -770,11 +765,7 @@ class DefaultPreemption:
 
     def evict(self, node_name: str, preemptor: "Preemptor", victims: list[PodInfo]) -> None:
         """Preempt the victims side by side; the first failure is raised."""
-        if not victims:
-            return
-        with ThreadPoolExecutor(max_workers=max(1, min(len(victims), self.handle.parallelism))) as pool:
-            for future in [pool.submit(self.preempt_pod, node_name, preemptor, v) for v in victims]:
-                future.result()
+        self.handle.parallelizer.until(victims, lambda victim: self.preempt_pod(node_name, preemptor, victim))
 
     def preempt_pod(self, node_name: str, preemptor: "Preemptor", victim: PodInfo) -> bool:
         """Executor.PreemptPod: a victim waiting on Permit is rejected in memory (True); any

@@ -17,9 +17,10 @@ from test_import_cycles import import_graph, module_files, write_modules
 # Each layer is a tuple of parts; a part is one module, or a package with ".*" (the package
 # and everything under it). A module belongs to the most specific part naming it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # what every part uses: logs, JSON, the collector's settings, TLS from memory, the gate list
+    # what every part uses: logs, JSON, the collector's settings, TLS from memory, the gate list,
+    # worker threads
     ("kubesched", "kubesched.klog", "kubesched.jsoncodec", "kubesched.gctuning", "kubesched.transport",
-     "kubesched.kube_features", "kubesched.process_collector"),
+     "kubesched.kube_features", "kubesched.process_collector", "kubesched.workers"),
     ("kubesched.metrics", "kubesched.features"),  # the registry and feature gates
     ("kubesched.restclient_metrics",),   # the client's metrics, in that registry
     ("kubesched.client",),               # the API client

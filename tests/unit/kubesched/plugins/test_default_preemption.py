@@ -6,6 +6,7 @@ from plugin_builders import FakeHandle, make_node, make_pod, place
 
 from kubesched import metrics
 from kubesched.framework.interface import ActionType, Code, CycleState, EventResource, PluginArgsError, Status
+from kubesched.framework.parallelize import Parallelizer
 from kubesched.plugins.default_preemption import (
     POD,
     POD_GROUP,
@@ -473,3 +474,21 @@ def test_the_deletion_event_is_registered_only_with_async_preemption():
     (event,) = plugin.events_to_register()
     assert event.resource == EventResource.ASSIGNED_POD and event.action == ActionType.DELETE
     assert event.hint(make_pod("hi"), {"spec": {"nodeName": "node1"}}, None) is False
+
+
+def test_a_preemption_leaves_no_thread_behind():
+    """Its background work runs on the Handle's Parallelizer (the scheduler's, started with it),
+    its evictions on threads that end with them (the soak's thread check)."""
+    victims = {f"p{i}": low(f"p{i}", i) for i in range(1, 5)}
+    plugin, handle, started, release, _activated = held_async_preemption({"node1": list(victims.values())})
+    handle.parallelizer = Parallelizer(4)
+    try:
+        before = threading.active_count()
+        preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "2"}]))
+        wait_for(lambda: sum(event.is_set() for event in started.values()) == 3)  # all but the last at once
+        for event in release.values():
+            event.set()
+        wait_for(lambda: sorted(deleted(handle)) == sorted(victims))
+        wait_for(lambda: threading.active_count() == before)
+    finally:
+        handle.parallelizer.shutdown()
