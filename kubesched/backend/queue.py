@@ -623,8 +623,8 @@ class SchedulingQueue:
         flushUnschedulableEntitiesLeftover); gated ones too, through PreEnqueue again, so a pod
         whose gate opened without an event that says so does not wait for ever."""
         with self.cond:
-            now = self.clock()
-            for entry in [e for e in self.unschedulable.values() if now - e.unschedulable_since > self.max_in_unschedulable]:
+            since = self.clock() - self.max_in_unschedulable
+            for entry in [e for e in self.unschedulable.values() if e.unschedulable_since < since]:
                 if entry.gated_by:
                     self._unplace(entry)
                     self._enqueue_new(entry, EVENT_UNSCHEDULABLE_TIMEOUT)
