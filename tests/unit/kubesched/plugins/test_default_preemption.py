@@ -31,11 +31,30 @@ def units(pods):
     return [Victim([p], p.priority, POD, 0.0) for p in pods]
 
 
+# The handles whose preemptions may still run in the background; each ends with its test.
+IN_BACKGROUND = []
+
+
+@pytest.fixture(autouse=True)
+def background_work_ends_with_its_test():
+    """A test's background preemptions end before the next test starts, so the goroutine
+    metrics and activations a test reads are its own."""
+    yield
+    while IN_BACKGROUND:
+        handle = IN_BACKGROUND.pop()
+        for event in getattr(handle, "releases", {}).values():
+            event.set()
+        handle.parallelizer.shutdown()
+
+
 def setup(node_pods, *, pdbs=(), args=None, filters=None, node_cpu="2", async_preemption=False):
     """node_pods: {node name: [pods]}; returns (plugin, handle, nodes)."""
     nodes = [place(make_node(name, cpu=node_cpu, memory="1Gi", pods=10), *pods) for name, pods in node_pods.items()]
     handle = FakeHandle(nodes, pdbs=list(pdbs))
     handle.async_preemption = async_preemption
+    if async_preemption:
+        handle.parallelizer = Parallelizer(4, lazy=True)
+        IN_BACKGROUND.append(handle)
     handle.filters = filters if filters is not None else [NodeResourcesFit(None, handle)]
     plugin = DefaultPreemption(args, handle)
     plugin.random_offset = lambda n: 0
@@ -341,6 +360,7 @@ def held_async_preemption(node_pods):
     victims = [pod for pods in node_pods.values() for pod in pods]
     handle.add("pods", *(v.raw for v in victims))
     started, release = hold_deletes(handle.client, [v.name for v in victims])
+    handle.releases = release
     activated = []
     handle.activate = activated.extend
     return plugin, handle, started, release, activated
@@ -415,8 +435,8 @@ def test_a_preemptor_held_back_before_its_last_victim_was_known_is_activated_whe
     assert plugin.pre_enqueue(hi) is not None  # held back: the last victim is not known yet
     release[first].set()
     release[last].set()
-    wait_for(lambda: goroutines("success") == succeeded + 1)
-    assert activated == [hi] and plugin.pre_enqueue(hi) is None
+    wait_for(lambda: activated)  # its last step, after the goroutine metric
+    assert activated == [hi] and goroutines("success") == succeeded + 1 and plugin.pre_enqueue(hi) is None
 
 
 def test_a_preemption_ends_only_its_own_wait_not_a_newer_one_of_the_same_pod():
@@ -481,14 +501,11 @@ def test_a_preemption_leaves_no_thread_behind():
     its evictions on threads that end with them (the soak's thread check)."""
     victims = {f"p{i}": low(f"p{i}", i) for i in range(1, 5)}
     plugin, handle, started, release, _activated = held_async_preemption({"node1": list(victims.values())})
-    handle.parallelizer = Parallelizer(4)
-    try:
-        before = threading.active_count()
-        preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "2"}]))
-        wait_for(lambda: sum(event.is_set() for event in started.values()) == 3)  # all but the last at once
-        for event in release.values():
-            event.set()
-        wait_for(lambda: sorted(deleted(handle)) == sorted(victims))
-        wait_for(lambda: threading.active_count() == before)
-    finally:
-        handle.parallelizer.shutdown()
+    handle.parallelizer = Parallelizer(4)  # started whole, as the scheduler's; the fixture ends it
+    before = threading.active_count()
+    preempt(plugin, handle, make_pod("hi", priority=10, reqs=[{"cpu": "2"}]))
+    wait_for(lambda: sum(event.is_set() for event in started.values()) == 3)  # all but the last at once
+    for event in release.values():
+        event.set()
+    wait_for(lambda: sorted(deleted(handle)) == sorted(victims))
+    wait_for(lambda: threading.active_count() == before)
