@@ -489,7 +489,7 @@ def serve(cfg: KubeSchedulerConfiguration, creds, args: argparse.Namespace) -> i
     # The informers and the scheduler's and events' requests run in child processes
     # (apiproc.py), which end with this function (or, on any exit, when their pipe closes).
     api_processes = ApiProcesses(creds, qps=cfg.client_connection.qps, burst=cfg.client_connection.burst,
-                                 pool_size=88, user_agent=f"kubesched/{__version__}")
+                                 user_agent=f"kubesched/{__version__}")
     try:
         return _serve(cfg, creds, args, api_processes)
     finally:

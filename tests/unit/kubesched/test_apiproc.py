@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection
 import pytest
 
 from kubesched import jsoncodec
-from kubesched.apiproc import ApiProcesses, ChildLost, read_messages
+from kubesched.apiproc import WRITER_CONCURRENCY, ApiProcesses, ChildLost, read_messages
 from kubesched.backend.informer import Informer
 from kubesched.client import ClusterCredentials
 from kubesched.framework.handle import Handle
@@ -291,3 +291,46 @@ def test_read_messages_ends_when_the_socket_is_shut_down():
     assert done.wait(5)
     ours.close()
     theirs.close()
+
+
+def test_the_writer_keeps_at_most_its_concurrency_of_requests_and_connections_open():
+    """A burst beyond WRITER_CONCURRENCY waits in the writer: the server never sees more
+    connections than that (each HTTP/1.1 request in flight holds one)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
+    held: list[socket.socket] = []
+
+    def accept_and_hold():
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept_and_hold, daemon=True).start()
+    processes = ApiProcesses(ClusterCredentials(server=f"http://127.0.0.1:{listener.getsockname()[1]}"),
+                             qps=0, burst=0)
+    client = processes.client(qps=0, burst=0, user_agent="test")
+
+    def bind(name):
+        with pytest.raises(ChildLost):
+            client.bind("ns", name, "uid", "node-1")
+
+    callers = [threading.Thread(target=bind, args=(f"p{i}",)) for i in range(WRITER_CONCURRENCY + 20)]
+    try:
+        for caller in callers:
+            caller.start()
+        deadline = time.monotonic() + 10
+        while len(held) < WRITER_CONCURRENCY and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)  # the other 20 have been sent to the writer by now
+        assert len(processes._pending) == WRITER_CONCURRENCY + 20
+        assert len(held) == WRITER_CONCURRENCY
+    finally:
+        processes.close()
+        for caller in callers:
+            caller.join(timeout=10)
+        listener.close()
+        for conn in held:
+            conn.close()
