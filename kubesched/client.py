@@ -38,19 +38,25 @@ class KubeconfigError(ValueError):
 NO_ANSWER = (OSError, TimeoutError, urllib3.exceptions.HTTPError)
 
 
-def read_back(client: "ApiClient", path: str, attempts: int, pause: Callable[[float], bool]) -> dict | None:
+READ_BACK_PAUSE_S = 1.0
+
+
+def read_back(client: "ApiClient", path: str, attempts: int | None,
+              pause: Callable[[float], bool]) -> dict | None:
     """The object at path, read after a write to it got no answer (NO_ANSWER): up to attempts
-    GETs, pause(1.0) between them (True ends the tries; a reset rarely comes alone). None when
-    no answer came or the server refused (the object is gone)."""
-    for attempt in range(attempts):
+    GETs (None: until one is answered), pause(READ_BACK_PAUSE_S) between them (True ends the
+    tries; a reset rarely comes alone). None when no answer came or the server refused (the
+    object is gone)."""
+    tried = 0
+    while True:
         try:
             return client.get(path)
         except NO_ANSWER:
-            if attempt + 1 >= attempts or pause(1.0):
+            tried += 1
+            if (attempts is not None and tried >= attempts) or pause(READ_BACK_PAUSE_S):
                 return None
         except ApiError:
             return None
-    return None
 
 
 class ApiError(Exception):

@@ -43,9 +43,6 @@ NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 # What a failure does to .status.nominatedNodeName (upstream NominatingInfo): None leaves it
 # as it is (ModeNoop), CLEAR_NOMINATION empties it, a node name sets it (ModeOverride).
 CLEAR_NOMINATION = ""
-# Failures that carry no answer from the API server: the request may have been carried out.
-# (The API writer process reports a lost connection as ChildLost, a ConnectionError.)
-BIND_CHECK_ATTEMPTS = 3
 # The PodGroup condition the pod group cycle writes (scheduling/v1beta1 PodGroupInitiallyScheduled).
 POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled"
 # errPodGroupUnschedulable's text, which leads a member's message when its group was rejected.
@@ -826,12 +823,15 @@ class SchedulingCycle:
         """A bind that failed for want of an answer (a connection reset or timed out after the
         request may have left) can have been made all the same. Forgetting the assumed pod then
         gives its room to the next pod before the watch shows the binding; the soak overcommitted
-        a node so. Ask the API server for the pod first (a few times: a reset rarely comes alone).
-        Upstream forgets at once (handleBindingCycleError)."""
+        a node so. Ask the API server for the pod first, until it answers: while it is away
+        (restarting, as in the soak's overcommit) the pod keeps its room, which is the safe
+        side. Scheduling stops (leadership lost): it is forgotten, the next leader decides.
+        Upstream forgets at once (handleBindingCycleError), and its soak run overcommitted."""
+        # (The API writer process reports a lost connection as ChildLost, a ConnectionError.)
         if not isinstance(status.error, NO_ANSWER) or self.client is None:
             return False
         current = read_back(self.client, f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}",
-                            BIND_CHECK_ATTEMPTS, self.stop.wait)
+                            None, self.stop.wait)
         return (current is not None and (current.get("metadata") or {}).get("uid") == pod.uid
                 and (current.get("spec") or {}).get("nodeName") == host)
 

@@ -59,8 +59,6 @@ STATE_KEY = "DynamicResources"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE = 8
 BINDING_CONDITIONS_POLL_INTERVAL = 5.0  # seconds, as upstream's wait.PollUntilContextTimeout in PreBind
-# A claim status write that got no answer is read back this many times, this many seconds apart.
-CLAIM_CHECK_ATTEMPTS, CLAIM_CHECK_INTERVAL = 3, 1.0
 
 
 def _duration(args: dict, key: str, default: float) -> float:
@@ -703,10 +701,10 @@ class DynamicResources:
         """The claim at path if a status write that got no answer was made all the same: it is
         allocated and reserved for pod. Upstream undoes the allocation at once (Unreserve), and
         its devices look free until the claim's watch shows the write; the soak saw a device
-        given to a second claim so, in a connection reset. Ask the API server first (a few
-        times: a reset rarely comes alone); None when the write was not made or no answer came."""
-        current = read_back(self.handle.client, path, CLAIM_CHECK_ATTEMPTS,
-                            lambda _seconds: time.sleep(CLAIM_CHECK_INTERVAL))
+        given to a second claim so, in a connection reset. Ask the API server first, until it
+        answers (the devices stay taken while it is away, the safe side); None when the write
+        was not made, or the scheduler stops before an answer came."""
+        current = read_back(self.handle.client, path, None, self.handle.stopping.wait)
         if current is not None and (current.get("status") or {}).get("allocation") is not None \
                 and is_reserved_for(pod.raw, current):
             return current

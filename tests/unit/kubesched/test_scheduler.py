@@ -4,11 +4,13 @@ assume, bind asynchronously, events, status, requeue."""
 import json
 import random
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from kubesched_fakes import FAKE_REGISTRY, FakeClient, node_raw, pod_raw
 
+from kubesched import client as client_module
 from kubesched.backend.api_dispatcher import APIDispatcher
 from kubesched.config import parse_config
 from kubesched.framework.types import PodInfo
@@ -219,13 +221,15 @@ def test_a_reserve_or_permit_plugin_that_raises_fails_the_attempt_and_leaves_not
 
 class AnswerLostClient(FakeClient):
     """The API server makes the binding of the pods in lose_answer, but the connection resets
-    before its answer arrives; GET answers with the pod as the server has it."""
+    before its answer arrives; GET answers with the pod as the server has it once the server
+    is back (after `away` refused GETs)."""
 
-    def __init__(self, lose_answer, bind_made=True, reachable=True):
+    def __init__(self, lose_answer, bind_made=True, away=0):
         super().__init__()
         self.lose_answer = set(lose_answer)
         self.bind_made = bind_made
-        self.reachable = reachable
+        self.away = away
+        self.gets = 0
         self.server_side: dict[str, str] = {}
         self.uids: dict[str, str] = {}
 
@@ -237,22 +241,29 @@ class AnswerLostClient(FakeClient):
         super().bind(namespace, name, uid, node_name)
 
     def get(self, path):
-        if not self.reachable:
+        self.gets += 1
+        if self.gets <= self.away:
             raise ConnectionRefusedError(111, "Connection refused")
         name = path.rsplit("/", 1)[1]
         return {"metadata": {"name": name, "uid": self.uids[name]}, "spec": {"nodeName": self.server_side.get(name, "")}}
+
+
+def answer_lost(raw, **client_args):
+    """A scheduler with one node whose client loses the answer to raw's binding."""
+    client = AnswerLostClient({raw["metadata"]["name"]}, **client_args)
+    client.uids = {raw["metadata"]["name"]: raw["metadata"]["uid"]}
+    sched, _unused = make(nodes=[node_raw("n1", cpu="4")])
+    sched.client = client
+    for fwk in sched.frameworks.values():
+        fwk.client = client
+    return sched, client
 
 
 def test_a_bind_whose_answer_was_lost_but_was_made_keeps_its_room(fake_registry):
     """The soak's smoke overcommitted a node so: a connection reset under the bind of a pod the
     API server had bound; kubesched forgot the pod and gave its room to the next one."""
     first, second = pod_raw("first", cpu="3"), pod_raw("second", cpu="3")
-    client = AnswerLostClient({"first"})
-    client.uids = {"first": first["metadata"]["uid"]}
-    sched, _unused = make(nodes=[node_raw("n1", cpu="4")])
-    sched.client = client
-    for fwk in sched.frameworks.values():
-        fwk.client = client
+    sched, client = answer_lost(first)
     sched.on_pod_add(first)
     sched.on_pod_add(second)
     drain(sched)
@@ -262,23 +273,38 @@ def test_a_bind_whose_answer_was_lost_but_was_made_keeps_its_room(fake_registry)
     assert sorted(e[1] for e in events(sched)) == ["FailedScheduling", "Scheduled"]
 
 
-def test_a_bind_whose_answer_was_lost_and_that_was_not_made_is_forgotten(fake_registry, monkeypatch):
-    from kubesched import schedule_one
-
-    monkeypatch.setattr(schedule_one, "BIND_CHECK_ATTEMPTS", 1)  # no second of waiting between checks
-    for reachable in (True, False):  # not bound, or the API server still away: forgotten as before
-        web = pod_raw("web")
-        client = AnswerLostClient({"web"}, bind_made=False, reachable=reachable)
-        client.uids = {"web": web["metadata"]["uid"]}
-        sched, _unused = make(nodes=[node_raw("n1")])
-        sched.client = client
-        for fwk in sched.frameworks.values():
-            fwk.client = client
+def test_a_bind_whose_answer_was_lost_keeps_its_room_until_the_api_server_answers(fake_registry, monkeypatch):
+    """The soak overcommitted a node so: the binding was made as the API server restarted, the
+    three read-backs of 1 s each came while it was still away, and the pod was forgotten."""
+    monkeypatch.setattr(client_module, "READ_BACK_PAUSE_S", 0.01)
+    for bind_made in (True, False):
+        web = pod_raw("web", cpu="3")
+        sched, client = answer_lost(web, bind_made=bind_made, away=20)
         sched.on_pod_add(web)
         sched.schedule_one(sched.queue.pop(timeout=0))
         sched.bind_pool.shutdown(wait=True)
-        assert not sched.cache.is_assumed(web["metadata"]["uid"]), reachable
-        assert sched.queue.where(web["metadata"]["uid"]) == "backoff", reachable
+        assert client.gets == 21, bind_made
+        uid = web["metadata"]["uid"]
+        if bind_made:
+            assert sched.cache.is_assumed(uid) and sched.cache.nodes["n1"].requested.milli_cpu == 3000
+        else:  # not bound: forgotten and tried again, as before
+            assert not sched.cache.is_assumed(uid) and sched.cache.nodes["n1"].requested.milli_cpu == 0
+            assert sched.queue.where(uid) == "backoff"
+
+
+def test_a_bind_whose_answer_was_lost_is_forgotten_when_scheduling_stops(fake_registry):
+    """Leadership lost while the API server is away: the next leader decides, not this one."""
+    web = pod_raw("web")
+    sched, client = answer_lost(web, away=10**9)
+    sched.on_pod_add(web)
+    sched.schedule_one(sched.queue.pop(timeout=0))
+    deadline = time.monotonic() + 5
+    while client.gets == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert client.gets >= 1 and sched.cache.is_assumed(web["metadata"]["uid"])  # waiting for an answer
+    sched.stop.set()
+    sched.bind_pool.shutdown(wait=True)
+    assert not sched.cache.is_assumed(web["metadata"]["uid"])
 
 
 def test_foreign_scheduler_name_is_never_touched(fake_registry):

@@ -5,6 +5,7 @@ import pytest
 from dra_objects import DRIVER, claim, device_class, gpu_slice, request
 from kubesched_fakes import FakeClient
 
+from kubesched import client as client_module
 from kubesched.client import ApiError
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Code, CycleState
@@ -146,13 +147,24 @@ def test_failed_pre_bind_leaves_no_allocation_behind():
     assert p.manager.allocated_devices() == set()
 
 
+class AwayAfterWrite(FakeClient):
+    """The API server refuses the first `away` GETs (it restarts), then answers."""
+
+    away = 0
+
+    def get(self, path, params=None):
+        if self.away:
+            self.away -= 1
+            self._call("GET", path)
+            raise ConnectionRefusedError(111, "Connection refused")
+        return super().get(path, params)
+
+
 def claim_write_without_answer(monkeypatch, landed):
     """A plugin whose claim status write gets no answer (the connection reset after the request
     left); with landed, the claim as the API server then has it: allocated and reserved."""
-    from kubesched.plugins import dynamic_resources
-
-    monkeypatch.setattr(dynamic_resources, "CLAIM_CHECK_INTERVAL", 0.0)
-    client = FakeClient()
+    monkeypatch.setattr(client_module, "READ_BACK_PAUSE_S", 0.0)
+    client = AwayAfterWrite()
     client.fail("PUT", ConnectionResetError("Connection reset by peer"), match="/status")
     path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/claim"
     if landed:
@@ -176,6 +188,27 @@ def test_a_claim_write_whose_answer_was_lost_is_read_back_and_kept_when_it_was_m
     assert client.calls[-1][0] == "GET"
     # The device stays taken: the next pod must not get it before the watch shows the write.
     assert (DRIVER, "n1", "gpu-0") in p.manager.allocated_devices()
+
+
+def test_a_claim_write_whose_answer_was_lost_keeps_its_devices_until_the_api_server_answers(monkeypatch):
+    """The soak's API server restarts: three read-backs 1 s apart all came while it was away,
+    and the allocation was undone though the write had been made."""
+    p, the_pod, state, client = claim_write_without_answer(monkeypatch, landed=True)
+    client.away = 20
+    assert p.pre_bind(state, the_pod, "n1") is None
+    assert [verb for verb, _target, _body in client.calls].count("GET") == 21
+    assert (DRIVER, "n1", "gpu-0") in p.manager.allocated_devices()
+
+
+def test_a_claim_write_whose_answer_was_lost_is_undone_when_the_scheduler_stops_before_an_answer(monkeypatch):
+    p, the_pod, state, client = claim_write_without_answer(monkeypatch, landed=True)
+    client.away = 10**9
+    p.handle.stopping.set()  # the next leader decides
+    with pytest.raises(ConnectionResetError):
+        p.pre_bind(state, the_pod, "n1")
+    assert [verb for verb, _target, _body in client.calls].count("GET") == 1
+    p.unreserve(state, the_pod, "n1")
+    assert p.manager.allocated_devices() == set()
 
 
 def test_a_claim_write_whose_answer_was_lost_and_that_was_not_made_fails_as_before(monkeypatch):
