@@ -41,19 +41,15 @@ NO_ANSWER = (OSError, TimeoutError, urllib3.exceptions.HTTPError)
 READ_BACK_PAUSE_S = 1.0
 
 
-def read_back(client: "ApiClient", path: str, attempts: int | None,
-              pause: Callable[[float], bool]) -> dict | None:
-    """The object at path, read after a write to it got no answer (NO_ANSWER): up to attempts
-    GETs (None: until one is answered), pause(READ_BACK_PAUSE_S) between them (True ends the
-    tries; a reset rarely comes alone). None when no answer came or the server refused (the
-    object is gone)."""
-    tried = 0
+def read_back(client: "ApiClient", path: str, pause: Callable[[float], bool]) -> dict | None:
+    """The object at path, read after a write to it got no answer (NO_ANSWER): GETs until one
+    is answered, pause(READ_BACK_PAUSE_S) between them (True ends the tries: the caller stops).
+    None when the tries were ended or the server refused (the object is gone)."""
     while True:
         try:
             return client.get(path)
         except NO_ANSWER:
-            tried += 1
-            if (attempts is not None and tried >= attempts) or pause(READ_BACK_PAUSE_S):
+            if pause(READ_BACK_PAUSE_S):
                 return None
         except ApiError:
             return None

@@ -831,7 +831,7 @@ class SchedulingCycle:
         if not isinstance(status.error, NO_ANSWER) or self.client is None:
             return False
         current = read_back(self.client, f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}",
-                            None, self.stop.wait)
+                            self.stop.wait)
         return (current is not None and (current.get("metadata") or {}).get("uid") == pod.uid
                 and (current.get("spec") or {}).get("nodeName") == host)
 

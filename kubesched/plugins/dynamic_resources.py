@@ -704,7 +704,7 @@ class DynamicResources:
         given to a second claim so, in a connection reset. Ask the API server first, until it
         answers (the devices stay taken while it is away, the safe side); None when the write
         was not made, or the scheduler stops before an answer came."""
-        current = read_back(self.handle.client, path, None, self.handle.stopping.wait)
+        current = read_back(self.handle.client, path, self.handle.stopping.wait)
         if current is not None and (current.get("status") or {}).get("allocation") is not None \
                 and is_reserved_for(pod.raw, current):
             return current
