@@ -108,12 +108,13 @@ class NodeMemos:
     nodes the last bindings did not touch cost a lookup, not a walk over their pods.
 
     Per key (a selector, a pod's shape), a table of node name -> entry, where an entry starts
-    with the NodeInfo it was worked out on; its user reuses it only for that very NodeInfo
-    (the cache hands the snapshot a new clone of a node whenever the node or its pods change)
-    and whatever else the entry records. When the snapshot's node set is rebuilt (a node
-    added or deleted), every NodeInfo is a new clone and no entry can hold, so the tables are
-    emptied: that also lets go of the deleted nodes' NodeInfos. At most max_keys tables are
-    kept; the oldest goes first.
+    with the generation of the NodeInfo it was worked out on; its user reuses it only while
+    the node's NodeInfo has that generation (every change to a node or its pods takes a new
+    one, types.next_generation) and whatever else the entry records holds. An entry never
+    holds the NodeInfo itself: a table not looked up for a while would keep the replaced
+    clones of every node, and every pod on them, alive. When the snapshot's node set is
+    rebuilt (a node added or deleted), the tables are emptied, so a deleted node's entries go
+    with it. At most max_keys tables are kept; the oldest goes first.
     """
 
     __slots__ = ("max_keys", "tables", "_snapshot", "_node_set")

@@ -6,6 +6,7 @@ and these slotted views of the fields scheduling needs. Hot path: written for sp
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime
 from typing import Any, Callable
 
@@ -295,6 +296,14 @@ def compute_pod_requests(spec: dict, non_zero: bool = False, scoring: bool = Fal
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
+# upstream's nextGeneration: one counter for every NodeInfo of the process, so a generation
+# names one state of one node. A clone keeps its original's generation (same content); any
+# change takes a new one. A memo of a node's state (NodeMemos) then keeps the generation it
+# was worked out on, not the NodeInfo: holding the NodeInfo kept every replaced clone of
+# every node, and the pods on it, alive as long as the memo was not looked up again.
+_generations = itertools.count(1)
+next_generation = _generations.__next__
+
 
 def is_terminal(raw: dict) -> bool:
     """A pod that has finished (podutil.IsPodTerminal): its resources count no more."""
@@ -428,7 +437,7 @@ class NodeInfo:
         self.pods_with_required_anti_affinity: dict[str, PodInfo] = {}
         self.used_ports: dict[tuple[str, str, int], int] = {}
         self.image_states: dict[str, ImageState] = {}
-        self.generation = 0
+        self.generation = next_generation()
         self.index = -1
         self.declared_features: frozenset[str] = frozenset()
         if raw is not None:
@@ -450,7 +459,7 @@ class NodeInfo:
                 states[normalized_image_name(name)] = ImageState(image.get("sizeBytes") or 0)
         self.image_states = states
         self.declared_features = frozenset(status.get("declaredFeatures") or ())
-        self.generation += 1
+        self.generation = next_generation()
 
     def add_pod(self, pod: PodInfo) -> None:
         self.pods[pod.uid] = pod
@@ -462,7 +471,7 @@ class NodeInfo:
             self.pods_with_required_anti_affinity[pod.uid] = pod
         for port in pod.host_ports:
             self.used_ports[port] = self.used_ports.get(port, 0) + 1
-        self.generation += 1
+        self.generation = next_generation()
 
     def remove_pod(self, pod: PodInfo) -> bool:
         known = self.pods.pop(pod.uid, None)
@@ -478,7 +487,7 @@ class NodeInfo:
                 self.used_ports[port] = left
             else:
                 self.used_ports.pop(port, None)
-        self.generation += 1
+        self.generation = next_generation()
         return True
 
     def clone(self) -> "NodeInfo":

@@ -183,10 +183,10 @@ class InterPodAffinity:
             raise PluginArgsError("ignorePreferredTermsOfExistingPods", f"must be true or false, got {ignore!r}")
         self.ignore_preferred_terms_of_existing_pods = ignore
         self.objects = ClusterObjects(handle.informers)
-        # shape -> node name -> (the snapshot's NodeInfo, the domains its pods' required
-        # anti-affinity terms count against a pod of that shape). The snapshot replaces a
-        # node's NodeInfo whenever its pods or labels change, so an entry holds while the
-        # object is the same one; the unchanged nodes then cost a lookup, not a match per pod.
+        # shape -> node name -> (the generation of the node's NodeInfo, the domains its pods'
+        # required anti-affinity terms count against a pod of that shape). Every change to a
+        # node's pods or labels takes a new generation, so an entry holds while the node is as
+        # it was; the unchanged nodes then cost a lookup, not a match per pod.
         self._existing_memos = NodeMemos(EXISTING_MEMO_SHAPES)
         self._affinity_rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_AFFINITY_RULES_NOT_MATCH,
                                          plugin=self.name)
@@ -316,13 +316,13 @@ class InterPodAffinity:
         counts = s.existing_anti_affinity_counts
         for node in nodes:
             entry = memo.get(node.name)
-            if entry is None or entry[0] is not node:
+            if entry is None or entry[0] != node.generation:
                 domains: dict[tuple[str, str], int] = {}
                 for existing in node.pods_with_required_anti_affinity.values():
                     for t in PodTerms.of(existing).required_anti_affinity:
                         if t.matches(pod, ns_labels):
                             _add(domains, node, t.topology_key, 1)
-                entry = memo[node.name] = (node, tuple(domains.items()))
+                entry = memo[node.name] = (node.generation, tuple(domains.items()))
             for pair, count in entry[1]:
                 counts[pair] = counts.get(pair, 0) + count
 

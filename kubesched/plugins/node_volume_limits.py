@@ -74,10 +74,10 @@ class NodeVolumeLimits:
         # Unbound claims get a handle no real volume has (upstream: a random 32-char prefix).
         self._volume_id_prefix = secrets.token_hex(16)
         self._exceeded = Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
-        # node name -> (the snapshot's NodeInfo, whether it has a CSINode, the storage objects'
-        # generation, the volumes its pods attach): the snapshot replaces a NodeInfo when its
-        # pods change, so an entry holds while the object, the CSINode's presence and every
-        # storage object are as they were.
+        # node name -> (the generation of the node's NodeInfo, whether it has a CSINode, the
+        # storage objects' generation, the volumes its pods attach): every change to a node's
+        # pods takes a new generation, so an entry holds while the node, the CSINode's presence
+        # and every storage object are as they were.
         self._attached_memos = NodeMemos()
 
     def sign_pod(self, pod: PodInfo) -> Fragments:
@@ -132,7 +132,7 @@ class NodeVolumeLimits:
             return None
         generation = self.volumes.generation
         entry = cycle.attached.get(node_info.name)
-        if entry is not None and entry[0] is node_info and entry[1] == (csi_node is not None) \
+        if entry is not None and entry[0] == node_info.generation and entry[1] == (csi_node is not None) \
                 and entry[2] == generation:
             attached = entry[3]
         else:
@@ -142,7 +142,7 @@ class NodeVolumeLimits:
                     self._attachable_volumes(existing, csi_node, attached, new_pod=False)
                 except _LookupError as err:
                     return Status(Code.ERROR, str(err))
-            cycle.attached[node_info.name] = (node_info, csi_node is not None, generation, attached)
+            cycle.attached[node_info.name] = (node_info.generation, csi_node is not None, generation, attached)
         attached_count: dict[str, int] = {}
         for unique_name, driver in attached.items():
             new_volumes.pop(unique_name, None)

@@ -128,9 +128,8 @@ class MatchCounts:
 
     Hot path: PreFilter and PreScore count the matching pods on every node, every cycle,
     although between two cycles only the nodes the last binding touched change. An entry
-    holds the NodeInfo it was counted on and that node's generation; the snapshot replaces
-    a changed node's NodeInfo and every change to a NodeInfo's pods or labels raises its
-    generation, so an entry is reused only for the very same, unchanged node (NodeMemos).
+    holds the generation of the NodeInfo it was counted on: every change to a node's pods or
+    labels takes a new generation, so an entry is reused only for that very state (NodeMemos).
     """
 
     MAX_SELECTORS = 64  # distinct (selector, namespace) pairs kept, the oldest dropped first
@@ -140,16 +139,16 @@ class MatchCounts:
     def __init__(self) -> None:
         self.memos = NodeMemos(self.MAX_SELECTORS)
 
-    def table(self, snapshot: Snapshot, selector: Selector, namespace: str) -> dict[str, tuple[NodeInfo, int, int]]:
+    def table(self, snapshot: Snapshot, selector: Selector, namespace: str) -> dict[str, tuple[int, int]]:
         return self.memos.table(snapshot, (selector.requirements, selector.nothing, namespace))
 
     @staticmethod
-    def count(table: dict[str, tuple[NodeInfo, int, int]], node: NodeInfo, selector: Selector, namespace: str) -> int:
+    def count(table: dict[str, tuple[int, int]], node: NodeInfo, selector: Selector, namespace: str) -> int:
         entry = table.get(node.name)
-        if entry is not None and entry[0] is node and entry[1] == node.generation:
-            return entry[2]
+        if entry is not None and entry[0] == node.generation:
+            return entry[1]
         count = count_pods_match_selector(node.pods, selector, namespace) if node.pods else 0
-        table[node.name] = (node, node.generation, count)
+        table[node.name] = (node.generation, count)
         return count
 
 
@@ -440,8 +439,8 @@ class PodTopologySpread:
                     continue
                 value = labels[c.topology_key]
                 entry = tables[i].get(node.name)  # MatchCounts.count inlined: most nodes hit
-                if entry is not None and entry[0] is node and entry[1] == node.generation:
-                    matched = entry[2]
+                if entry is not None and entry[0] == node.generation:
+                    matched = entry[1]
                 else:
                     matched = count(tables[i], node, c.selector, namespace)
                 tp_maps[i][value] = tp_maps[i].get(value, 0) + matched

@@ -164,15 +164,28 @@ def test_node_memos_hold_while_the_node_set_does_and_let_go_of_a_deleted_node():
     memos = NodeMemos(max_keys=2)
     table = memos.table(snap, "selector-a")
     for node in snap.node_info_list:
-        table[node.name] = (node, "counted")
+        table[node.name] = (node.generation, "counted")
     cache.add_pod(pod("p", node="n1", cpu="1"))  # one node's pods change: the node set holds
     cache.update_snapshot(snap)
     assert memos.table(snap, "selector-a") is table and set(table) == {"n0", "n1", "n2"}
-    assert table["n1"][0] is not snap.get("n1")  # stale: its user recounts it
+    assert table["n1"][0] != snap.get("n1").generation  # stale: its user recounts it
+    assert table["n0"][0] == snap.get("n0").generation  # a new clone of an unchanged node: still good
     cache.remove_node("n2")
     cache.update_snapshot(snap)
-    assert memos.table(snap, "selector-a") == {}  # every NodeInfo is a new clone; n2's is let go
+    assert memos.table(snap, "selector-a") == {}  # the node set is rebuilt; n2's entry is let go
     assert memos.table(Snapshot(), "selector-a") == {}  # another snapshot starts afresh
+
+
+def test_every_change_to_a_node_takes_a_generation_no_other_node_info_has():
+    cache, snap = synced(2)
+    seen = {snap.get("n0").generation, snap.get("n1").generation}
+    assert len(seen) == 2  # two nodes in the same state number: two generations
+    cache.add_pod(pod("p", node="n0", cpu="1"))
+    cache.remove_node("n1")
+    cache.add_node(node_raw("n1"))  # deleted and made again: a new NodeInfo in its first state
+    cache.update_snapshot(snap)
+    assert snap.get("n0").generation not in seen and snap.get("n1").generation not in seen
+    assert snap.get("n0").clone().generation == snap.get("n0").generation  # a clone is the same state
 
 
 def test_node_memos_keep_at_most_max_keys_tables_dropping_the_oldest():

@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 from plugin_builders import FakeHandle, code_and_reasons, make_node, make_pod, place, run_scores
 
@@ -397,3 +399,21 @@ def test_existing_anti_affinity_is_remembered_per_node_object_and_recounted_when
     handle.snapshot().set_nodes([n1])
     assert verdicts(make_pod("t", labels=S1)) == [EXISTING_REJECTED]
     assert [sorted(t) for t in plugin._existing_memos.tables.values()] == [["n1"]]
+
+
+def test_existing_anti_affinity_memo_does_not_keep_a_replaced_node_info_alive():
+    avoid_s1 = affinity(anti_required=[term(sel(("security", "In", "S1")), HOST)])
+    handle = FakeHandle([place(make_node("n1", labels={HOST: "n1"}), make_pod("a", labels=S2, affinity=avoid_s1)),
+                         make_node("n2", labels={HOST: "n2"})])
+    plugin = InterPodAffinity(None, handle)
+    snapshot = handle.snapshot()
+    assert plugin.pre_filter(CycleState(), make_pod("p", labels=S1), snapshot.node_info_list)[1] is None
+    replaced = snapshot.get("n1")
+    snapshot.add_pod(make_pod("b", labels=S2, node_name="n1"), "n1")  # a new clone for n1
+    snapshot.add_pod(make_pod("c", labels=S2, node_name="n2", affinity=avoid_s1), "n2")
+    assert sys.getrefcount(replaced) == 2  # this test's name and the call's argument: nothing else
+    state = CycleState()
+    pod = make_pod("q", labels=S1)
+    assert plugin.pre_filter(state, pod, snapshot.node_info_list)[1] is None
+    assert [code_and_reasons(s) for s in plugin.filter_nodes(state, pod, snapshot.node_info_list)] == \
+        [EXISTING_REJECTED, EXISTING_REJECTED]
