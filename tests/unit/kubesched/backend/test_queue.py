@@ -170,6 +170,30 @@ def test_in_flight_events_are_trimmed_to_the_oldest_open_attempt(clock, monkeypa
     assert len(q.in_flight_events) <= 4 * 10 + 1
 
 
+def test_in_flight_events_go_as_soon_as_no_open_attempt_needs_them(clock):
+    # upstream's Done. Kept until the list reached IN_FLIGHT_EVENTS_TRIM, a scheduler that
+    # always had some pod binding held thousands of events and the pod versions they were about.
+    q = make_queue(clock)
+    for name in ("first", "second", "third"):
+        q.add(pod(name))
+    first = q.pop(timeout=0)
+    q.done(first.uid)
+    q.move_all_to_active_or_backoff(POD_DELETE)  # event 0
+    second = q.pop(timeout=0)
+    q.done(second.uid)
+    q.move_all_to_active_or_backoff(POD_DELETE)  # event 1
+    third = q.pop(timeout=0)
+    q.move_all_to_active_or_backoff(POD_DELETE)  # event 2
+    q.delete(second)  # bound: first, still binding, needs every event
+    assert [number for number, *_rest in q.in_flight_events] == [0, 1, 2]
+    q.delete(first)  # bound: the oldest open attempt is third's, from event 2
+    assert [number for number, *_rest in q.in_flight_events] == [2]
+    q.move_all_to_active_or_backoff(NODE_ADD)
+    fail(q, third, "FakeLabelFilter")
+    assert q.where(third.uid) == BACKOFF  # the events of its attempt still counted
+    assert not q.in_flight_events
+
+
 def test_backoff_pod_is_popped_early_when_nothing_else_waits(clock):
     q = make_queue(clock)
     q.add(pod("p"))
