@@ -266,12 +266,14 @@ def owed_version(client: ApiClient, path: str, seen: str, deadline: float) -> st
 
 
 def list_into(client: ApiClient, path: str, page_size: int, transform: Transform, on_list: ListSink) -> str:
-    """List every page of path into on_list (transformed); the listing's resourceVersion."""
-    pages = client.list_pages(path, page_size=page_size)
-    page = next(pages)
+    """List every page of path into on_list (transformed); the listing's resourceVersion.
+
+    A page without a continue token is the last: the next page is asked for only once this one
+    was handed on (on_list may wait for that, apiproc.py), so a listing holds one untrimmed page
+    at a time."""
     first = True
-    while page is not None:
-        following = next(pages, None)  # known before this page is sent: is it the last?
+    for page in client.list_pages(path, page_size=page_size):
+        last = not (page.get("metadata") or {}).get("continue")
         kind = page.get("kind", "").removesuffix("List")
         api_version = page.get("apiVersion", "")
         items = []
@@ -281,8 +283,8 @@ def list_into(client: ApiClient, path: str, page_size: int, transform: Transform
             item.setdefault("apiVersion", api_version)
             items.append(transform(item))
         resource_version = (page.get("metadata") or {}).get("resourceVersion", "")
-        on_list(items, first, None if following is not None else resource_version)
-        page, first = following, False
+        on_list(items, first, resource_version if last else None)
+        first = False
     return resource_version
 
 

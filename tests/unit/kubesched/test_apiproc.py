@@ -4,6 +4,8 @@ request failures raised in the caller, the token bucket kept, and no child left 
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import signal
 import socket
@@ -12,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+import urllib.parse
 from multiprocessing.connection import Connection
 
 import pytest
@@ -334,3 +337,72 @@ def test_the_writer_keeps_at_most_its_concurrency_of_requests_and_connections_op
         listener.close()
         for conn in held:
             conn.close()
+
+
+def test_a_relisting_crosses_a_page_at_a_time_and_waits_for_the_scheduling_process():
+    """The scheduling process decodes a message whole: a page goes alone, not with the rest of
+    the listing (a relist after an API server restart sent every pod at once, and the leader's
+    RSS kept the peak). While it does not read, the watch process lists no further than the
+    pages it may queue, instead of holding the whole listing decoded."""
+    pages, padding = 6, "x" * 20_000
+    asked: list[int] = []
+
+    class Listing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            if "watch" in query:
+                time.sleep(30)  # a watch with nothing to say; the test ends before it does
+                return
+            page = int(query.get("continue", ["0"])[0])
+            asked.append(page)
+            items = [{"metadata": {"name": f"n{page}-{i}", "resourceVersion": "5", "uid": f"u{page}-{i}",
+                                   "labels": {"pad": padding}}} for i in range(100)]
+            meta = {"resourceVersion": "5"} if page == pages - 1 else {"continue": str(page + 1)}
+            body = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": meta, "items": items}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Listing)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    reading = threading.Event()
+    messages: list[list[int]] = []  # per message: the items of each page in it
+    apply_records = ApiProcesses._on_records
+
+    def on_records(self, message):
+        reading.wait(timeout=30)
+        messages.append([len(record[2]) for record in jsoncodec.loads(message) if record[1] == "L"])
+        apply_records(self, message)
+
+    processes = None
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ApiProcesses, "_on_records", on_records)
+            processes = ApiProcesses(ClusterCredentials(server=f"http://127.0.0.1:{server.server_address[1]}"),
+                                     qps=0, burst=0)
+        informer = Informer(processes.client(qps=0, burst=0, user_agent="test", watches=True), "/api/v1/nodes",
+                            name="nodes", page_size=100, on_add=lambda o: None, on_update=lambda o, n: None,
+                            on_delete=lambda o: None)
+        processes.watch(informer)
+        deadline = time.monotonic() + 10
+        while len(asked) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(1.0)  # time enough to list the rest, if it did not wait
+        # page 0 in the scheduling process, 1 being sent, 2 queued, 3 fetched and waiting its turn
+        assert asked == [0, 1, 2, 3]
+        reading.set()
+        assert informer.synced.wait(timeout=20)
+        assert len(informer.store) == pages * 100 and asked == list(range(pages))
+        assert all(len(pages_in_message) <= 1 for pages_in_message in messages), messages
+    finally:
+        reading.set()
+        if processes is not None:
+            processes.close()
+        server.shutdown()
+        server.server_close()
