@@ -480,22 +480,26 @@ class SchedulingQueue:
         if not self.in_flight and not self.binding:
             events.clear()
         elif events and ended_from <= events[0][0]:
-            oldest = min(entry.events_from for table in (self.in_flight, self.binding) for entry in table.values())
-            while events and events[0][0] < oldest:
-                events.popleft()
+            self._drop_events_before(self._oldest_open_attempt())
+
+    def _oldest_open_attempt(self) -> int:
+        """The event number the oldest attempt still open (scheduling or binding) began at."""
+        return min(entry.events_from for table in (self.in_flight, self.binding) for entry in table.values())
+
+    def _drop_events_before(self, number: int) -> None:
+        events = self.in_flight_events
+        while events and events[0][0] < number:
+            events.popleft()
 
     def _record_in_flight_event(self, event: ClusterEvent, old: dict | None, new: dict | None) -> None:
         events = self.in_flight_events
         events.append((self._events_seen, event, old, new))
         self._events_seen += 1
         if len(events) > IN_FLIGHT_EVENTS_TRIM:
-            oldest = min(entry.events_from for table in (self.in_flight, self.binding) for entry in table.values())
             # However long a bind takes, the list stays bounded: an attempt that old has only
             # its latest events judged (a pod left unschedulable by that is retried within the
             # 5-minute flush).
-            oldest = max(oldest, self._events_seen - 4 * IN_FLIGHT_EVENTS_TRIM)
-            while events and events[0][0] < oldest:
-                events.popleft()
+            self._drop_events_before(max(self._oldest_open_attempt(), self._events_seen - 4 * IN_FLIGHT_EVENTS_TRIM))
 
     def add_attempted_pod_group_member(self, pod: PodInfo, rejected: bool, group_size: int,
                                        without_backoff: bool = False) -> None:
