@@ -179,6 +179,10 @@ class SchedulingQueue:
         # a rejected pod is judged by those of its own attempt (upstream's inFlightEvents).
         self.in_flight_events: deque[tuple[int, ClusterEvent, dict | None, dict | None]] = deque()
         self._events_seen = 0
+        # Every attempt begun, as (its first event number, its entry), in the order they began
+        # (so in order of number): the oldest still open is found at the front once the ended
+        # ones there are dropped, without looking at every open attempt.
+        self._attempts: deque[tuple[int, QueuedPod]] = deque()
         self.closed = False
         self._seq = itertools.count()
         # The PodGroup being scheduled ("namespace/name", '' for none), the pods of it that
@@ -369,6 +373,7 @@ class SchedulingQueue:
         self._unplace(entry)
         self._publish()
         entry.events_from = self._events_seen
+        self._attempts.append((entry.events_from, entry))
         entry.updated_in_flight = False
         entry.backoff_expiration = 0.0
         pod = entry.pod
@@ -376,6 +381,8 @@ class SchedulingQueue:
         if not pod.initial_attempt_ts:
             pod.initial_attempt_ts = time.time()
         self.in_flight[pod.uid] = entry
+        if len(self._attempts) > 2 * (len(self.in_flight) + len(self.binding)) + 64:
+            self._oldest_open_attempt()  # keeps the record of attempts bounded whatever ends them
         return pod
 
     def pop_pod_group_members(self, key: str, uids: list[str]) -> list[PodInfo]:
@@ -479,12 +486,30 @@ class SchedulingQueue:
         events = self.in_flight_events
         if not self.in_flight and not self.binding:
             events.clear()
+            self._attempts.clear()
         elif events and ended_from <= events[0][0]:
             self._drop_events_before(self._oldest_open_attempt())
 
     def _oldest_open_attempt(self) -> int:
-        """The event number the oldest attempt still open (scheduling or binding) began at."""
-        return min(entry.events_from for table in (self.in_flight, self.binding) for entry in table.values())
+        """The event number the oldest attempt still open (scheduling or binding) began at.
+        Attempts end in about the order they began, so the ended ones are dropped from the
+        front of the record as they are found there (amortized constant time per attempt); an
+        attempt that stays open long (a slow bind) while thousands begin and end behind it has
+        the record rebuilt from the open ones once it holds twice as many as are open."""
+        attempts = self._attempts
+        while attempts and not self._open(*attempts[0]):
+            attempts.popleft()
+        opened = len(self.in_flight) + len(self.binding)
+        if not attempts or len(attempts) > 2 * opened + 64:
+            attempts = self._attempts = deque(sorted(
+                ((entry.events_from, entry) for table in (self.in_flight, self.binding) for entry in table.values()),
+                key=lambda attempt: attempt[0]))
+        return attempts[0][0]
+
+    def _open(self, number: int, entry: QueuedPod) -> bool:
+        """Whether the attempt entry began at event number is still open."""
+        uid = entry.pod.uid
+        return entry.events_from == number and (self.in_flight.get(uid) is entry or self.binding.get(uid) is entry)
 
     def _drop_events_before(self, number: int) -> None:
         events = self.in_flight_events

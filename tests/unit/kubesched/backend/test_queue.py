@@ -194,6 +194,44 @@ def test_in_flight_events_go_as_soon_as_no_open_attempt_needs_them(clock):
     assert not q.in_flight_events
 
 
+def test_the_oldest_open_attempt_is_found_in_any_order_of_ends_and_its_record_stays_bounded(clock):
+    # The oldest open attempt is found from the front of a record kept in start order (a
+    # minimum over every open attempt on each end cost the binding-heavy hot path time in
+    # proportion to the binds in flight); checked here against that minimum.
+    import random
+    rng = random.Random(7)
+    q = make_queue(clock)
+    for n in range(40):
+        q.add(pod(f"p{n}"))
+    stuck = q.pop(timeout=0)
+    q.done(stuck.uid)  # a bind that stays open while hundreds of attempts come and go
+    oldest = set()
+    for step in range(3000):
+        clock.now += 1  # backoffs expire
+        if step == 1500:
+            assert q._oldest_open_attempt() == q.binding[stuck.uid].events_from == 0
+            q.delete(stuck)  # bound at last: from now on the oldest is whichever began first
+        if q.entries and rng.random() < 0.5:
+            p = q.pop(timeout=0)
+            if p is not None and rng.random() < 0.8:
+                q.done(p.uid)
+        elif len(q.in_flight) + len(q.binding) > 1:
+            uid = rng.choice([u for u in (*q.in_flight, *q.binding) if u != stuck.uid])
+            entry = q.in_flight.get(uid) or q.binding[uid]
+            if rng.random() < 0.5:
+                q.delete(entry.pod)  # bound
+                q.add(pod(f"again{step}"))
+            else:
+                fail(q, entry.pod, "FakeLabelFilter")
+        q.move_all_to_active_or_backoff(NODE_LABEL)  # the failed come back
+        opened = [e.events_from for table in (q.in_flight, q.binding) for e in table.values()]
+        if opened:
+            assert q._oldest_open_attempt() == min(opened)
+            assert len(q._attempts) <= 2 * len(opened) + 64 + 1
+            oldest.add(min(opened))
+    assert len(oldest) > 100, "the oldest open attempt changed as attempts ended"
+
+
 def test_backoff_pod_is_popped_early_when_nothing_else_waits(clock):
     q = make_queue(clock)
     q.add(pod("p"))
@@ -519,3 +557,18 @@ def test_activate_moves_a_waiting_pod_past_its_backoff_and_marks_one_in_flight(c
     waiting.add(d.uid)
     q.activate([d])
     assert q.where(d.uid) == GATED
+
+
+def test_the_record_of_attempts_stays_bounded_when_no_event_is_ever_recorded(clock):
+    # Attempts that end with no in-flight event to drop never look for the oldest open one;
+    # the record of attempts must not grow with them (a binding pod is always open here).
+    q = make_queue(clock)
+    q.add(pod("binding"))
+    q.done(q.pop(timeout=0).uid)
+    for n in range(1000):
+        q.add(pod(f"p{n}"))
+        p = q.pop(timeout=0)
+        q.done(p.uid)
+        q.delete(p)  # bound
+    assert not q.in_flight_events
+    assert len(q._attempts) <= 2 * 1 + 64 + 1
