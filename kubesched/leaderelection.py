@@ -168,6 +168,14 @@ class LeaderElector:
                         break
                 except Exception as err:  # noqa: BLE001
                     klog.error("error renewing lease", err=str(err))
+                holder = (self.observed_record or {}).get("holderIdentity") or ""
+                if holder and holder != self.identity:
+                    # Another instance holds it: this process was stopped or starved past the
+                    # Lease's duration. client-go retries until the round's deadline, scheduling
+                    # beside the new leader meanwhile; nothing can give the Lease back, so stop now.
+                    klog.error("lost the lease to another instance",
+                               lease=f"{self.cfg.resource_namespace}/{self.cfg.resource_name}", holder=holder)
+                    return False
                 if self._sleep(self.stop, min(self.cfg.retry_period, max(0.0, deadline - self.clock()))):
                     return True
             if self.stop.is_set():

@@ -54,6 +54,36 @@ def test_one_leader_schedules_and_sigterm_hands_over_within_a_retry_period(run_k
     wait_for(lambda: f'pod="{namespace}/after"' in second.log(), 5, what="the new leader to log binding 'after'")
 
 
+def test_a_leader_stopped_past_its_lease_steps_down_as_soon_as_it_runs_again(run_kubesched, namespace):
+    # A leader frozen past its Lease (SIGSTOP here; a debugger or a starved VM on a master)
+    # finds another instance leading when it runs again. client-go retries for the rest of its
+    # renewal round (renewDeadline) and the scheduler binds beside the new leader meanwhile: the
+    # soak overcommitted nodes so. kubesched stops at the first answer that shows another holder.
+    import os
+
+    name = f"kubesched-it-{uuid.uuid4().hex[:6]}"
+    lease, deadline = 6.0, 5.0
+    config = {"profiles": [{"schedulerName": name}],
+              "leaderElection": {"leaderElect": True, "leaseDuration": f"{lease:g}s", "renewDeadline": f"{deadline:g}s",
+                                 "retryPeriod": "1s", "resourceName": name, "resourceNamespace": namespace}}
+    first = run_kubesched(config)
+    wait_for(lambda: ACQUIRED in first.log(), 10, what="the first instance to lead")
+    second = run_kubesched(config)
+    os.kill(first.proc.pid, signal.SIGSTOP)
+    try:
+        wait_for(lambda: ACQUIRED in second.log(), lease + 10, interval=0.1, what="the standby to take the expired Lease")
+    finally:
+        resumed = time.monotonic()
+        os.kill(first.proc.pid, signal.SIGCONT)
+    first.proc.wait(timeout=deadline + 10)
+    stepped_down = time.monotonic() - resumed
+    assert first.proc.returncode == 1
+    log = first.log()
+    assert '"lost the lease to another instance"' in log and '"Leaderelection lost"' in log
+    assert stepped_down < deadline - 1.5, f"stepped down {stepped_down:.1f}s after it ran again"
+    assert ACQUIRED in second.log() and second.proc.poll() is None
+
+
 def test_leader_that_cannot_renew_stops_before_its_lease_expires(run_kubesched, api_proxy, namespace):
     import threading
 

@@ -127,6 +127,34 @@ def test_leader_that_cannot_renew_stops_before_its_lease_expires():
     assert clock.now - 0 <= CFG.renew_deadline + 0.001 < CFG.lease_duration
 
 
+def test_a_leader_that_finds_another_holding_the_lease_stops_at_once():
+    # A leader stopped (SIGSTOP, a debugger, a starved VM) past the Lease's duration comes back
+    # to find another instance leading. client-go keeps trying for the rest of the round (up to
+    # renewDeadline) and the scheduler binds beside the new leader meanwhile (the soak saw nodes
+    # overcommitted so); nothing but an expiry can give the Lease back, so it stops with the
+    # first answer that shows another holder.
+    api, clock = LeaseApi(), Clock()
+    slept = []
+
+    def sleep(event, seconds):
+        slept.append(seconds)
+        clock.now += seconds
+        return event.is_set()
+
+    a = LeaderElector(api, CFG, "a_1", on_started_leading=lambda: None, on_stopped_leading=lambda: None,
+                      clock=clock, wall=lambda: 1_700_000_000.0 + clock.now, sleep=sleep)
+    b = elector(api, "b_2", clock)
+    assert a.acquire()
+    assert not b.try_acquire_or_renew()
+    clock.now = 30.0  # a is stopped; b sees the Lease expire and takes it
+    assert b.try_acquire_or_renew()
+    api.calls.clear()
+    assert a.renew_loop() is False
+    assert clock.now == 30.0 and not slept, "no retrying while another instance leads"
+    assert [verb for verb, _timeout in api.calls] == ["get"]  # its own view expired: it reads, and sees b
+    assert api.lease["spec"]["holderIdentity"] == "b_2"
+
+
 def test_livez_watchdog_fails_only_for_a_stale_leader():
     api, clock = LeaseApi(), Clock()
     a = elector(api, "a_1", clock)
