@@ -24,7 +24,10 @@ of a heap stays in the process's RSS until glibc is asked to give it back: as po
 by their newer versions, RSS climbs to the most the process ever held and stays there, whatever
 it holds now. Go's runtime gives free memory back to the system as a matter of course (its
 scavenger); here a thread calls glibc's malloc_trim every TRIM_INTERVAL_S, which releases the
-free pages of every heap (a few milliseconds). Where the C library is not glibc, nothing is
+free pages of every heap (a few milliseconds). Every 60 s was too seldom for a busy scheduler:
+what its processes freed in a minute (replaced pods, decoded watch batches) sat in RSS until the
+next trim, several percent of it, so RSS sampled at any moment said as much about the time since
+the last trim as about what the process held. Where the C library is not glibc, nothing is
 done. Python's own small-object arenas are given back by Python when they empty.
 """
 
@@ -37,7 +40,7 @@ import time
 from typing import Callable
 
 GEN0_THRESHOLD = 20_000
-TRIM_INTERVAL_S = 60.0
+TRIM_INTERVAL_S = 10.0
 
 
 def tune() -> None:
