@@ -381,7 +381,7 @@ class SchedulingQueue:
         if not pod.initial_attempt_ts:
             pod.initial_attempt_ts = time.time()
         self.in_flight[pod.uid] = entry
-        if len(self._attempts) > 2 * (len(self.in_flight) + len(self.binding)) + 64:
+        if self._attempts_overgrown():
             self._oldest_open_attempt()  # keeps the record of attempts bounded whatever ends them
         return pod
 
@@ -499,12 +499,15 @@ class SchedulingQueue:
         attempts = self._attempts
         while attempts and not self._open(*attempts[0]):
             attempts.popleft()
-        opened = len(self.in_flight) + len(self.binding)
-        if not attempts or len(attempts) > 2 * opened + 64:
+        if not attempts or self._attempts_overgrown():
             attempts = self._attempts = deque(sorted(
                 ((entry.events_from, entry) for table in (self.in_flight, self.binding) for entry in table.values()),
                 key=lambda attempt: attempt[0]))
         return attempts[0][0]
+
+    def _attempts_overgrown(self) -> bool:
+        """Whether the record of attempts holds more than twice as many as are open (and 64)."""
+        return len(self._attempts) > 2 * (len(self.in_flight) + len(self.binding)) + 64
 
     def _open(self, number: int, entry: QueuedPod) -> bool:
         """Whether the attempt entry began at event number is still open."""
