@@ -173,6 +173,13 @@ def drain(sched, limit=50):
             break
         sched.schedule_one(pod)
     sched.wait_for_binds(5)
+    # An asynchronous preemption hands its evictions to the dispatcher from a background
+    # thread: on a busy machine the dispatcher was idle before that thread had run.
+    preemptions = [plugin for framework in sched.frameworks.values() for plugin in framework.plugins.values()
+                   if hasattr(plugin, "_preempting")]
+    deadline = time.monotonic() + 5
+    while any(plugin._preempting for plugin in preemptions) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert sched.api_dispatcher.wait_idle(5)
 
 
