@@ -12,6 +12,7 @@ minutes, so the next repeat starts a new event.
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import threading
 import time
@@ -34,17 +35,20 @@ def micro_time(ts: float | None = None) -> str:
 
 
 class _Cached:
-    """An event as last written, and its series (count, last observed) once repeated."""
+    """An event as first written (its time and note), and its series (count, last observed)
+    once repeated. A leader keeps 6 to 12 minutes of events, most of them never repeated, so
+    the cache is keyed by a digest of each event's key (_digest), and an entry keeps the key
+    itself, which names the event (_name, _namespace), only from its first repeat, when a
+    series has to be written."""
 
-    __slots__ = ("name", "namespace", "event_time", "note", "count", "last_observed")
+    __slots__ = ("event_time", "note", "count", "last_observed", "key")
 
-    def __init__(self, name: str, namespace: str, event_time: float, note: str):
-        self.name = name
-        self.namespace = namespace
+    def __init__(self, event_time: float, note: str):
         self.event_time = event_time
         self.note = note
         self.count = 0  # 0: no series yet
         self.last_observed = 0.0
+        self.key: tuple | None = None  # set with count
 
     def series_patch(self) -> dict:
         return {"series": {"count": self.count, "lastObservedTime": micro_time(self.last_observed)}}
@@ -58,9 +62,10 @@ class EventBroadcaster:
         self.instance = instance
         self.clock = clock
         self.pending: queue.Queue = queue.Queue(maxsize=_MAX_PENDING)
-        # client-go's eventCache, by isomorphic key. The key and the entry are all of an event
-        # that is kept (_event builds it again): a busy scheduler keeps 6 to 12 minutes of them.
-        self.cache: dict[tuple, _Cached] = {}
+        # client-go's eventCache, by the digest of each event's isomorphic key: a busy scheduler
+        # keeps 6 to 12 minutes of events (_event builds a series' event again from its entry).
+        self.cache: dict[bytes, _Cached] = {}
+        self.reporting_instances: dict[str, str] = {}  # controller -> reportingInstance, one string each
         self.next_finish: float | None = None
         self.next_refresh: float | None = None
         self.stop = threading.Event()
@@ -121,39 +126,38 @@ class EventBroadcaster:
 
     def refresh_series(self) -> None:
         """refreshExistingEventSeries: write every ongoing series again (keeps its TTL)."""
-        for key, cached in list(self.cache.items()):
+        for cached in list(self.cache.values()):
             if cached.count:
-                self._write_series(key, cached)
+                self._write_series(cached)
 
     def finish_series(self) -> None:
         """finishSeries: a series unseen for 6 minutes is written a last time and forgotten; a
         single event older than 6 minutes is forgotten."""
         cutoff = self.clock() - FINISH_TIME
-        for key, cached in list(self.cache.items()):
+        for digest, cached in list(self.cache.items()):
             if cached.count:
-                if cached.last_observed < cutoff and self._write_series(key, cached):
-                    self._forget(key)
+                if cached.last_observed < cutoff and self._write_series(cached):
+                    self.cache.pop(digest, None)
             elif cached.event_time < cutoff:
-                self._forget(key)
+                self.cache.pop(digest, None)
 
-    def _forget(self, key: tuple) -> None:
-        self.cache.pop(key, None)
-
-    def _write_series(self, key: tuple, cached: _Cached) -> bool:
+    def _write_series(self, cached: _Cached) -> bool:
         """Patch the series onto the event, or create it again when it is gone (recordEvent).
         Returns whether the write is done (no retry wanted)."""
         if self.client is None:
             return True
+        key = cached.key
         try:
-            self.client.patch_event(cached.namespace, cached.name, cached.series_patch())
+            self.client.patch_event(_namespace(key), _name(key, cached), cached.series_patch())
         except ApiError as err:
             if err.status != 404:
-                klog.warning("Server rejected event series (will not retry)", event=cached.name, err=str(err))
+                klog.warning("Server rejected event series (will not retry)", event=_name(key, cached),
+                             err=str(err))
                 return True
             event = _event(key, cached)
             event["series"] = {"count": cached.count, "lastObservedTime": micro_time(cached.last_observed)}
             try:
-                self.client.create_event(cached.namespace, event)
+                self.client.create_event(_namespace(key), event)
             except ApiError as create_err:
                 # AlreadyExists on a series is retried by client-go; here at the next timer run.
                 return create_err.status != 409
@@ -169,10 +173,12 @@ class EventBroadcaster:
         """One event about regarding (regarding_of's tuple)."""
         if self.client is None:
             return
-        namespace, name = regarding[2], regarding[3]
-        reporting_instance = f"{controller}-{self.instance}"
-        key = (type_, action, reason, controller, reporting_instance, regarding)
-        cached = self.cache.get(key)
+        reporting_instance = self.reporting_instances.get(controller)
+        if reporting_instance is None:
+            reporting_instance = self.reporting_instances[controller] = f"{controller}-{self.instance}"
+        key = (type_, action, reason, controller, reporting_instance, *regarding)
+        digest = _digest(key)
+        cached = self.cache.get(digest)
         if cached is not None:
             if cached.count:
                 cached.count += 1
@@ -180,14 +186,26 @@ class EventBroadcaster:
                 return  # counted in memory; the timers write it
             cached.count = 2
             cached.last_observed = self.clock()
-            self._write_series(key, cached)
+            cached.key = key
+            self._write_series(cached)
             return
-        cached = self.cache[key] = _Cached(f"{name or 'unknown'}.{int(ts * 1e9):x}", namespace, ts, note)
-        self.client.create_event(namespace, _event(key, cached))
+        cached = self.cache[digest] = _Cached(ts, note)
+        self.client.create_event(_namespace(key), _event(key, cached))
         self.sent += 1
 
 
 _REGARDING = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion")
+# An event's isomorphic key (client-go's eventKey) is one flat tuple: type, action, reason,
+# reporting controller and instance, then the regarding object's fields in _REGARDING's order.
+_KEY_REGARDING = 5
+
+
+def _digest(key: tuple) -> bytes:
+    """The cache's key for an event: 128 bits of BLAKE2b over the key's fields (unambiguous as
+    their repr). 16 bytes instead of the tuple and the strings it would keep alive (the name,
+    UID and resourceVersion of pods long deleted); two keys that differ collide with a chance
+    of 2**-128."""
+    return hashlib.blake2b(repr(key).encode(), digest_size=16).digest()
 
 
 def regarding_of(obj: dict) -> tuple:
@@ -200,17 +218,28 @@ def regarding_of(obj: dict) -> tuple:
             meta.get("name"), meta.get("uid"), meta.get("resourceVersion"))
 
 
+def _namespace(key: tuple) -> str:
+    """The namespace of key's event: its regarding object's."""
+    return key[_KEY_REGARDING + 2]
+
+
+def _name(key: tuple, cached: _Cached) -> str:
+    """The name of key's event: its regarding object's name and the event time in nanoseconds,
+    hexadecimal (client-go's fmt.Sprintf("%v.%x", refRegarding.Name, t.UnixNano()))."""
+    return f"{key[_KEY_REGARDING + 3] or 'unknown'}.{int(cached.event_time * 1e9):x}"
+
+
 def _event(key: tuple, cached: _Cached) -> dict:
     """The events.k8s.io/v1 Event first created for key."""
-    type_, action, reason, controller, reporting_instance, regarding = key
+    type_, action, reason, controller, reporting_instance = key[:_KEY_REGARDING]
     return {
         "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": cached.name, "namespace": cached.namespace},
+        "metadata": {"name": _name(key, cached), "namespace": _namespace(key)},
         "eventTime": micro_time(cached.event_time),
         "reportingController": controller,
         "reportingInstance": reporting_instance,
         "action": action, "reason": reason, "type": type_, "note": cached.note,
-        "regarding": dict(zip(_REGARDING, regarding)),
+        "regarding": dict(zip(_REGARDING, key[_KEY_REGARDING:])),
     }
 
 

@@ -43,10 +43,12 @@ def test_event_object_and_first_repeat_start_a_series():
         ("Warning", "FailedScheduling", "Scheduling", "0/1 nodes")
     assert created["regarding"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "web",
                                     "uid": "u-1", "resourceVersion": "1"}
-    assert created["metadata"]["name"].startswith("web.")
+    # client-go's name: the regarding object's name, then the event time in hexadecimal nanoseconds
+    assert created["metadata"] == {"name": "web.174876e800", "namespace": "default"}
     assert created["eventTime"] == micro_time(100.0) == "1970-01-01T00:01:40.000000Z"
     assert patch1 == {"patch": {"series": {"count": 2, "lastObservedTime": micro_time(105.0)}},
                       "name": created["metadata"]["name"]}
+    assert [target for verb, target, _body in client.calls if verb == "patch_event"] == ["default/web.174876e800"]
 
 
 def test_a_series_whose_event_is_gone_creates_it_again_as_it_was_first_written():
@@ -133,3 +135,23 @@ def test_an_event_waiting_to_be_sent_keeps_a_reference_not_the_object():
     (event,) = client.events
     assert event["regarding"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "web",
                                   "uid": "u-1", "resourceVersion": pod["metadata"].get("resourceVersion")}
+
+
+def test_a_sent_event_keeps_none_of_its_pods_strings_until_it_repeats():
+    """A leader keeps 6 to 12 minutes of events, most about pods deleted since: an event that
+    has not repeated keeps a digest of its key, not the pod's name, UID and resourceVersion
+    (which would outlive the pod). Its first repeat keeps the key, to name the series."""
+    client, clock, broadcaster = make()
+    pod = pod_raw("web", uid="".join(("u-", "1")))  # strings of this test alone
+    pod["metadata"]["resourceVersion"] = "".join(("4", "2"))
+    strings = [pod["metadata"][field] for field in ("name", "uid", "resourceVersion")]
+    held = [sys.getrefcount(s) for s in strings]
+    failed(broadcaster, pod)
+    assert client.events[0]["regarding"]["uid"] == "u-1"
+    client.calls.clear()  # the fake client's record of what was sent holds them too
+    assert [sys.getrefcount(s) for s in strings] == held
+    clock.now = 105.0
+    failed(broadcaster, pod)
+    assert client.events[0]["patch"]["series"]["count"] == 2
+    client.calls.clear()
+    assert [sys.getrefcount(s) for s in strings] == [h + 1 for h in held]
