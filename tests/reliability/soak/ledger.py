@@ -134,6 +134,28 @@ def _allocated(claim: dict) -> set[tuple]:
     return {(r.get("driver"), r.get("pool"), r.get("device")) for r in results}
 
 
+def device_accounting(slices: list[dict], claims: list[dict], pods: list[dict]) -> dict:
+    """Where the published devices are, from the API's objects on a quiet cluster: how many
+    exist, how many claims hold, and which allocated claims are reserved for no pod that is
+    still there and not finished. A device held so is lost to every pod: a DRA pod left pending
+    then could have fit, whatever a fresh instance of the same scheduler says."""
+    devices = {(s["spec"].get("driver"), (s["spec"].get("pool") or {}).get("name"), d.get("name"))
+               for s in slices for d in s["spec"].get("devices") or ()}
+    live = {p["metadata"]["uid"] for p in pods if (p.get("status") or {}).get("phase") not in TERMINAL}
+    allocated: set[tuple] = set()
+    held_for_no_pod = []
+    for claim in claims:
+        held = _allocated(claim)
+        if not held:
+            continue
+        allocated |= held
+        reserved = {r.get("uid") for r in (claim.get("status") or {}).get("reservedFor") or ()}
+        if not reserved & live:
+            held_for_no_pod.append(f"{claim['metadata'].get('namespace')}/{claim['metadata'].get('name')}")
+    return {"devices": len(devices), "allocated": len(allocated & devices), "free": len(devices - allocated),
+            "held_for_no_pod": sorted(held_for_no_pod)}
+
+
 class Ledger:
     def __init__(self, scheduler_name: str, lease_name: str, clock=time.monotonic):
         self.scheduler_name = scheduler_name

@@ -46,7 +46,7 @@ from tests.reliability.security import grant_metrics_to_scraper
 from tests.reliability.soak import cache_check, processes
 from tests.reliability.soak.certificates import Certificates
 from tests.reliability.soak.faults import Extender, FaultDriver
-from tests.reliability.soak.ledger import TERMINAL, Ledger
+from tests.reliability.soak.ledger import TERMINAL, Ledger, device_accounting
 from tests.reliability.soak.plan import Plan
 from tests.reliability.soak.schedulers import LEASE_DURATION_S, RETRY_PERIOD_S, SchedulerSet
 from tests.reliability.soak.workload import NAMESPACE, Workload
@@ -265,6 +265,9 @@ class Run:
         out["pending_after_settle"] = [p.key for p in leftover][:100]
         out["lost"] = self._offer_to_fresh_instance([p.uid for p in leftover]) if leftover else {
             "offered": 0, "bound_by_fresh_instance": [], "still_pending": []}
+        pods, _rv = self.cluster.list_all(f"/api/v1/namespaces/{NAMESPACE}/pods")
+        out["devices"] = device_accounting(self.cluster.list_all("/apis/resource.k8s.io/v1/resourceslices")[0],
+                                           self.cluster.list_all("/apis/resource.k8s.io/v1/resourceclaims")[0], pods)
 
     def _check_caches(self) -> dict:
         """Each running instance's dump against the API, judged on what stood still for
@@ -462,19 +465,23 @@ def verdicts(result: dict) -> list[tuple[str, bool, str]]:
     """The run's invariants as (name, held, detail)."""
     counts = result.get("violation_counts") or {}
     lost = result.get("lost") or {}
+    devices = result.get("devices") or {}
     memory = result.get("memory") or []
     caches = {k: v for k, v in (result.get("cache") or {}).items() if isinstance(v, dict)}
     gaps = result.get("handovers") or []
     times = [sample["t"] for sample in result.get("series") or []]
     sample_gap = round(max((b - a for a, b in zip(times, times[1:])), default=0.0), 1)
     return [
-        ("every pod that can fit is bound (a fresh instance binds none of those left pending)",
-         not lost.get("bound_by_fresh_instance"),
+        ("every pod that can fit is bound (a fresh instance binds none of those left pending, and no device "
+         "is held for a pod that is gone)",
+         not lost.get("bound_by_fresh_instance") and not devices.get("held_for_no_pod"),
          f"pending after {result.get('settle_s')} s of settling: {lost.get('pending_after_settle', lost.get('offered', 0))}"
          f", still pending at the stop: {lost.get('offered', 0)}; bound by a fresh "
          f"instance: {len(lost.get('bound_by_fresh_instance') or [])}; bound by it where a pod left after the "
          f"stop: {len(lost.get('bound_where_room_was_freed_after_the_stop') or [])}; could not fit: "
-         f"{len(lost.get('still_pending') or [])}"),
+         f"{len(lost.get('still_pending') or [])}"
+         + (f"; devices at the end: {devices['devices']} published, {devices['allocated']} allocated, "
+            f"{devices['free']} free, held for no pod: {devices['held_for_no_pod'] or 'none'}" if devices else "")),
         ("no pending pod left with a stale nomination", not result.get("stale_nominations"),
          f"{len(result.get('stale_nominations') or [])} pods"),
         ("no pod bound twice", not counts.get("double_bind"), f"{counts.get('double_bind', 0)} nodeName changes"),

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tests.reliability.soak.ledger import Ledger, quantity
+from tests.reliability.soak.ledger import Ledger, device_accounting, quantity
 
 _uid = itertools.count()
 
@@ -124,6 +124,29 @@ def test_a_device_in_two_claims_and_a_volume_in_two_claims(ledger):
     ledger.pvc_event("ADDED", pvc("y", "pv-1"))
     ledger.pvc_event("ADDED", pvc("z", "pv-1"))
     assert ledger.violation_counts()["volume_in_two_claims"] == 1
+
+
+def test_device_accounting_finds_free_devices_and_claims_held_for_no_pod():
+    slices = [{"spec": {"driver": "gpu.example.com", "pool": {"name": node},
+                        "devices": [{"name": f"gpu-{i}"} for i in range(2)]}} for node in ("n1", "n2")]
+
+    def claim(name, node, device, reserved_for):
+        return {"metadata": {"name": name, "namespace": "soak"},
+                "status": {"allocation": {"devices": {"results": [
+                               {"driver": "gpu.example.com", "pool": node, "device": device}]}},
+                           "reservedFor": [{"resource": "pods", "name": uid, "uid": uid} for uid in reserved_for]}}
+
+    running, finished = pod("a", "n1", uid="pa"), pod("b", "n1", uid="pb", phase="Succeeded")
+    claims = [claim("a-gpu", "n1", "gpu-0", ["pa"]),
+              claim("b-gpu", "n1", "gpu-1", ["pb"]),       # its pod finished: the device is held for nobody
+              claim("gone-gpu", "n2", "gpu-0", ["pz"]),    # its pod is gone
+              claim("unreserved", "n2", "gpu-1", []),
+              {"metadata": {"name": "pending", "namespace": "soak"}, "status": {}}]
+    assert device_accounting(slices, claims, [running, finished]) == {
+        "devices": 4, "allocated": 4, "free": 0,
+        "held_for_no_pod": ["soak/b-gpu", "soak/gone-gpu", "soak/unreserved"]}
+    assert device_accounting(slices, claims[:1], [running]) == {
+        "devices": 4, "allocated": 1, "free": 3, "held_for_no_pod": []}
 
 
 def test_handover_gaps_come_from_the_lease_times():

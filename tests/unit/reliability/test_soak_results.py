@@ -70,3 +70,14 @@ def test_a_preemptor_waiting_for_its_victims_to_go_is_not_a_stale_nomination():
     pods = [pod("victim", 0, node="n1", terminating=True), pod("waits", 100, nominated="n1"),
             pod("stale", 100, nominated="n2"), pod("same-priority", 0, nominated="n1"), pod("plain")]
     assert stale_nominations(pods) == ["stale", "same-priority"]
+
+
+def test_a_device_held_for_a_pod_that_is_gone_breaks_every_pod_that_can_fit_is_bound():
+    def judged(devices):
+        return next((held, detail) for name, held, detail in verdicts({**run("kubesched"), "devices": devices})
+                    if name.startswith("every pod that can fit is bound"))
+
+    held, detail = judged({"devices": 8, "allocated": 8, "free": 0, "held_for_no_pod": []})
+    assert held and "8 published, 8 allocated, 0 free, held for no pod: none" in detail
+    held, detail = judged({"devices": 8, "allocated": 8, "free": 0, "held_for_no_pod": ["soak/dra-1-gpu-x"]})
+    assert not held and "held for no pod: ['soak/dra-1-gpu-x']" in detail
