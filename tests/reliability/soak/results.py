@@ -133,7 +133,7 @@ def section(path: Path = RESULTS) -> list[str]:
     row("races counted apart", lambda r: ", ".join(f"{k} {v}" for k, v in (r.get("races") or {}).items()))
     for index, (name, _held, _detail) in enumerate(verdicts(runs[0])):
         row(name, lambda r, index=index: ("held" if verdicts(r)[index][1] else "**broke**") + ": "
-            + verdicts(r)[index][2].replace("|", "/")[:160])
+            + verdicts(r)[index][2].replace("|", "/")[:320])
     lines += ["", f"![the faults on a time line; pods pending, bindings per second and each instance's RSS]"
                   f"({_relative(PLOT)})", ""]
     lines += _design()
