@@ -131,9 +131,9 @@ def test_device_accounting_finds_free_devices_and_claims_held_for_no_pod():
                         "devices": [{"name": f"gpu-{i}"} for i in range(2)]}} for node in ("n1", "n2")]
 
     def claim(name, node, device, reserved_for):
+        result = {"driver": "gpu.example.com", "pool": node, "device": device}
         return {"metadata": {"name": name, "namespace": "soak"},
-                "status": {"allocation": {"devices": {"results": [
-                               {"driver": "gpu.example.com", "pool": node, "device": device}]}},
+                "status": {"allocation": {"devices": {"results": [result]}},
                            "reservedFor": [{"resource": "pods", "name": uid, "uid": uid} for uid in reserved_for]}}
 
     running, finished = pod("a", "n1", uid="pa"), pod("b", "n1", uid="pb", phase="Succeeded")
