@@ -65,7 +65,6 @@ class EventBroadcaster:
         # client-go's eventCache, by the digest of each event's isomorphic key: a busy scheduler
         # keeps 6 to 12 minutes of events (_event builds a series' event again from its entry).
         self.cache: dict[bytes, _Cached] = {}
-        self.reporting_instances: dict[str, str] = {}  # controller -> reportingInstance, one string each
         self.next_finish: float | None = None
         self.next_refresh: float | None = None
         self.stop = threading.Event()
@@ -173,10 +172,8 @@ class EventBroadcaster:
         """One event about regarding (regarding_of's tuple)."""
         if self.client is None:
             return
-        reporting_instance = self.reporting_instances.get(controller)
-        if reporting_instance is None:
-            reporting_instance = self.reporting_instances[controller] = f"{controller}-{self.instance}"
-        key = (type_, action, reason, controller, reporting_instance, *regarding)
+        reporting_instance = f"{controller}-{self.instance}"
+        key = (type_, action, reason, controller, reporting_instance, regarding)
         digest = _digest(key)
         cached = self.cache.get(digest)
         if cached is not None:
@@ -195,9 +192,6 @@ class EventBroadcaster:
 
 
 _REGARDING = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion")
-# An event's isomorphic key (client-go's eventKey) is one flat tuple: type, action, reason,
-# reporting controller and instance, then the regarding object's fields in _REGARDING's order.
-_KEY_REGARDING = 5
 
 
 def _digest(key: tuple) -> bytes:
@@ -220,18 +214,18 @@ def regarding_of(obj: dict) -> tuple:
 
 def _namespace(key: tuple) -> str:
     """The namespace of key's event: its regarding object's."""
-    return key[_KEY_REGARDING + 2]
+    return key[-1][2]
 
 
 def _name(key: tuple, cached: _Cached) -> str:
     """The name of key's event: its regarding object's name and the event time in nanoseconds,
     hexadecimal (client-go's fmt.Sprintf("%v.%x", refRegarding.Name, t.UnixNano()))."""
-    return f"{key[_KEY_REGARDING + 3] or 'unknown'}.{int(cached.event_time * 1e9):x}"
+    return f"{key[-1][3] or 'unknown'}.{int(cached.event_time * 1e9):x}"
 
 
 def _event(key: tuple, cached: _Cached) -> dict:
     """The events.k8s.io/v1 Event first created for key."""
-    type_, action, reason, controller, reporting_instance = key[:_KEY_REGARDING]
+    type_, action, reason, controller, reporting_instance, regarding = key
     return {
         "apiVersion": "events.k8s.io/v1", "kind": "Event",
         "metadata": {"name": _name(key, cached), "namespace": _namespace(key)},
@@ -239,7 +233,7 @@ def _event(key: tuple, cached: _Cached) -> dict:
         "reportingController": controller,
         "reportingInstance": reporting_instance,
         "action": action, "reason": reason, "type": type_, "note": cached.note,
-        "regarding": dict(zip(_REGARDING, key[_KEY_REGARDING:])),
+        "regarding": dict(zip(_REGARDING, regarding)),
     }
 
 
