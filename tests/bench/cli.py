@@ -19,6 +19,7 @@ from tests.bench.load import (
     MAX_LOAD_PER_CORE,
     MAX_OTHER_BURST_CORES,
     MAX_OTHER_CORES,
+    QUIET_WAIT_S,
     RUN_SAMPLE_S,
     LoadMonitor,
     become_subreaper,
@@ -55,8 +56,6 @@ RESULTS = os.path.join(ROOT, "tests", "bench", "results", "latest.json")
 PLOT = os.path.join(ROOT, "tests", "bench", "results", "throughput.png")
 DOCS = os.path.join(ROOT, "docs", "performance.md")
 WORKDIR = os.path.join(ROOT, "tests", "bench", "work")
-# How long a disturbed run waits for the machine to be quiet again before it is measured again.
-QUIET_WAIT_S = 600
 
 
 def _split(values: list[str] | None) -> list[str]:

@@ -53,6 +53,10 @@ MAX_OTHER_BURST_CORES = 0.25
 MIN_OTHER_CPU_S = 0.5
 # How long the check before the bench (and before a run measured again) watches the machine.
 START_SAMPLE_S = 5.0
+# How long a run waits for the machine to be quiet before it starts (or is measured again):
+# the 1-minute load average a previous run leaves takes about 1.5 minutes to fall under 0.5
+# per core, and a busy machine gets ten minutes to settle.
+QUIET_WAIT_S = 600
 # How often a run samples the machine and its own processes.
 RUN_SAMPLE_S = 2.0
 # Processes named in a report: at most this many, each with at least this much CPU.

@@ -39,7 +39,7 @@ from pathlib import Path
 from lab.cluster import Cluster
 from lab.list_watch import ListWatch
 from lab.private_lab import PrivateLab
-from tests.bench.load import LoadMonitor, LoadReport, load_average, pid_file_processes, read_processes
+from tests.bench.load import QUIET_WAIT_S, LoadMonitor, LoadReport, load_average, pid_file_processes, read_processes
 from tests.reliability.instances import wait_until
 from tests.reliability.proxy import ResettingProxy
 from tests.reliability.security import grant_metrics_to_scraper
@@ -115,7 +115,11 @@ class Run:
         return self.result
 
     def _setup(self) -> None:
-        self.start_load = self.load.check()
+        # The half before this one leaves a 1-minute load average of 4 or more on 2 cores after
+        # its lab is down (the 2026-12-01 soak's kube-scheduler half started at 4.22 on an
+        # otherwise idle machine and was called busy); wait for it to fall, as the bench does.
+        self.start_load = self.load.wait_until_quiet(QUIET_WAIT_S, lambda report: log(
+            f"{self.implementation}: waiting for a quiet machine: {'; '.join(report.reasons())}"))
         self.result["load"] = {"start": self.start_load.as_record()}
         for attempt in range(3):
             log(f"{self.implementation}: private lab in {self.lab.directory} on 127.0.0.1:{self.lab.api_port}")
